@@ -1,0 +1,167 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+)
+
+// Decision is a classifier's answer about one error. The zero value is
+// Unknown: "not mine to say", so the next classifier is asked.
+type Decision int
+
+// The decisions.
+const (
+	Unknown Decision = iota
+	Retry
+	NoRetry
+)
+
+// String returns "unknown", "retry" or "no-retry".
+func (d Decision) String() string {
+	switch d {
+	case Retry:
+		return "retry"
+	case NoRetry:
+		return "no-retry"
+	}
+	return "unknown"
+}
+
+// Classifier decides whether an error is worth another attempt. It must be
+// safe for concurrent use. It never sees the caller's own cancellation or a
+// Permanent error: Do settles those first.
+type Classifier interface {
+	Classify(err error) Decision
+}
+
+// ClassifierFunc adapts a function to a Classifier.
+type ClassifierFunc func(err error) Decision
+
+// Classify returns f(err).
+func (f ClassifierFunc) Classify(err error) Decision { return f(err) }
+
+// Classifiers asks each classifier in turn; the first answer other than
+// Unknown wins.
+type Classifiers []Classifier
+
+// Classify returns the first decision other than Unknown, or Unknown.
+func (cs Classifiers) Classify(err error) Decision {
+	for _, c := range cs {
+		if d := c.Classify(err); d != Unknown {
+			return d
+		}
+	}
+	return Unknown
+}
+
+// RetryIf retries the errors pred accepts and leaves the others Unknown.
+func RetryIf(pred func(error) bool) Classifier {
+	return ClassifierFunc(func(err error) Decision {
+		if pred(err) {
+			return Retry
+		}
+		return Unknown
+	})
+}
+
+// NoRetryIf refuses the errors pred accepts and leaves the others Unknown.
+func NoRetryIf(pred func(error) bool) Classifier {
+	return ClassifierFunc(func(err error) Decision {
+		if pred(err) {
+			return NoRetry
+		}
+		return Unknown
+	})
+}
+
+// RetryOn retries errors that are (errors.Is) one of targets.
+func RetryOn(targets ...error) Classifier {
+	targets = append([]error(nil), targets...)
+	return RetryIf(func(err error) bool {
+		for _, t := range targets {
+			if errors.Is(err, t) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// RetryOnType retries errors that have an E in their tree (errors.As).
+func RetryOnType[E error]() Classifier {
+	return RetryIf(func(err error) bool {
+		var e E
+		return errors.As(err, &e)
+	})
+}
+
+// Transient retries the errors IsTransient accepts.
+func Transient() Classifier { return RetryIf(IsTransient) }
+
+// IsTransient reports whether err looks like a passing network failure: a
+// timeout, a refused, reset or aborted connection, a broken pipe, an
+// unreachable host or network, a connection cut mid-message, or a temporary
+// DNS failure. A context's cancellation is not transient; a deadline is only
+// transient when it is not the caller's, which Do checks before any
+// classifier runs.
+func IsTransient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsTimeout || dns.IsTemporary
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, target := range [...]error{
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
+		syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, io.ErrUnexpectedEOF,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// decide settles whether err, returned by attempt of an execution under ctx,
+// is retried. Order: the caller's cancellation, Permanent, the Policy's
+// Classifier, a Retryable() or HTTPStatusCode() method on the error itself,
+// and last the fallback: retry everything when no Classifier is set, nothing
+// when one is.
+func (p *Policy) decide(err error) Decision {
+	if IsPermanent(err) {
+		return NoRetry
+	}
+	if p.Classifier != nil {
+		if d := p.Classifier.Classify(err); d != Unknown {
+			return d
+		}
+	}
+	var r interface{ Retryable() bool }
+	if errors.As(err, &r) {
+		if r.Retryable() {
+			return Retry
+		}
+		return NoRetry
+	}
+	if code, ok := StatusCode(err); ok {
+		if p.RetryableStatus(code) {
+			return Retry
+		}
+		return NoRetry
+	}
+	if p.Classifier != nil {
+		return NoRetry
+	}
+	return Retry
+}

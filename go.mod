@@ -1,0 +1,3 @@
+module github.com/retrykit/retry
+
+go 1.26.8
