@@ -1,0 +1,254 @@
+package backoff_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry/backoff"
+)
+
+// fixedSource returns the same bits every time, so a draw is a known u.
+type fixedSource uint64
+
+func (f fixedSource) Uint64() uint64 { return uint64(f) }
+
+// The draws the table tests pin: u = 0, u = 0.5 and u just under 1.
+var draws = []struct {
+	name string
+	src  fixedSource
+	u    float64
+}{
+	{"u=0", 0, 0},
+	{"u=0.5", 1 << 63, 0.5},
+	{"u≈1", math.MaxUint64, 1 - 0x1p-53},
+}
+
+// reference computes DESIGN.md's formulas as literally as possible, in
+// float64 nanoseconds, for comparison with the engine.
+func reference(p backoff.Policy, n int, prev time.Duration, u float64) float64 {
+	base, maxD, minD := float64(p.Base), float64(p.Max), float64(p.Min)
+	if p.Max == 0 {
+		maxD = math.Inf(1)
+	}
+	var raw float64
+	switch p.Kind {
+	case backoff.Fixed:
+		raw = base
+	case backoff.Linear:
+		inc := float64(p.Increment)
+		if inc == 0 {
+			inc = base
+		}
+		raw = base + inc*float64(n-1)
+	case backoff.Exponential:
+		m := p.Multiplier
+		if m == 0 {
+			m = 2
+		}
+		raw = base * math.Pow(m, float64(n-1))
+	case backoff.Custom:
+		raw = float64(p.Func(n))
+	}
+	d := math.Min(raw, maxD)
+	var out float64
+	switch p.Jitter {
+	case backoff.NoJitter:
+		out = d
+	case backoff.FullJitter:
+		out = u * d
+	case backoff.EqualJitter:
+		out = d/2 + u*d/2
+	case backoff.ProportionalJitter:
+		f := p.JitterFactor
+		if f == 0 {
+			f = 0.1
+		}
+		out = d * (1 + (2*u-1)*f)
+	case backoff.DecorrelatedJitter:
+		pv := float64(prev)
+		if prev == 0 {
+			pv = base
+		}
+		hi := math.Max(math.Min(maxD, pv*3), base)
+		out = base + u*(hi-base)
+	case backoff.CustomJitter:
+		out = float64(p.JitterFunc(time.Duration(d), nil))
+	}
+	return math.Min(math.Max(out, minD), maxD)
+}
+
+func TestDelayMatchesFormulas(t *testing.T) {
+	t.Parallel()
+	kinds := map[string]backoff.Policy{
+		"fixed":           {Kind: backoff.Fixed, Base: 300 * time.Millisecond},
+		"linear":          {Kind: backoff.Linear, Base: 100 * time.Millisecond},
+		"linear+inc":      {Kind: backoff.Linear, Base: 100 * time.Millisecond, Increment: 250 * time.Millisecond},
+		"exponential":     {Kind: backoff.Exponential, Base: 50 * time.Millisecond},
+		"exponential×3":   {Kind: backoff.Exponential, Base: 10 * time.Millisecond, Multiplier: 3},
+		"exponential×1.5": {Kind: backoff.Exponential, Base: 70 * time.Millisecond, Multiplier: 1.5},
+		"custom":          {Kind: backoff.Custom, Base: 25 * time.Millisecond, Func: func(n int) time.Duration { return time.Duration(n*n) * 40 * time.Millisecond }},
+	}
+	jitters := map[string]func(*backoff.Policy){
+		"none":           func(p *backoff.Policy) { p.Jitter = backoff.NoJitter },
+		"full":           func(p *backoff.Policy) { p.Jitter = backoff.FullJitter },
+		"equal":          func(p *backoff.Policy) { p.Jitter = backoff.EqualJitter },
+		"proportional":   func(p *backoff.Policy) { p.Jitter = backoff.ProportionalJitter },
+		"proportional.5": func(p *backoff.Policy) { p.Jitter, p.JitterFactor = backoff.ProportionalJitter, 0.5 },
+		"decorrelated":   func(p *backoff.Policy) { p.Jitter = backoff.DecorrelatedJitter },
+		"custom": func(p *backoff.Policy) {
+			p.Jitter = backoff.CustomJitter
+			p.JitterFunc = func(d time.Duration, _ backoff.Source) time.Duration { return d/3 + 7*time.Millisecond }
+		},
+	}
+	bounds := map[string]func(*backoff.Policy){
+		"unbounded": func(*backoff.Policy) {},
+		"max":       func(p *backoff.Policy) { p.Max = 700 * time.Millisecond },
+		"min":       func(p *backoff.Policy) { p.Min = 120 * time.Millisecond },
+		"min+max":   func(p *backoff.Policy) { p.Min, p.Max = 120*time.Millisecond, 700*time.Millisecond },
+	}
+	for kname, kind := range kinds {
+		for jname, setJitter := range jitters {
+			for bname, setBounds := range bounds {
+				p := kind
+				setJitter(&p)
+				setBounds(&p)
+				if err := p.Validate(); err != nil {
+					t.Fatalf("%s/%s/%s: invalid policy: %v", kname, jname, bname, err)
+				}
+				for _, draw := range draws {
+					prev := time.Duration(0)
+					for n := 1; n <= 6; n++ {
+						got := p.Delay(n, prev, draw.src)
+						want := reference(p, n, prev, draw.u)
+						if math.Abs(float64(got)-want) > 1 {
+							t.Errorf("%s/%s/%s/%s: Delay(%d, prev=%v) = %v, want %v",
+								kname, jname, bname, draw.name, n, prev, got, time.Duration(want))
+						}
+						prev = got
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDelayKnownValues(t *testing.T) {
+	t.Parallel()
+	half := fixedSource(1 << 63)
+	tests := []struct {
+		name   string
+		policy backoff.Policy
+		n      int
+		prev   time.Duration
+		want   time.Duration
+	}{
+		{"exponential doubles", backoff.Policy{Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}, 4, 0, 800 * time.Millisecond},
+		{"exponential capped", backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second, Jitter: backoff.NoJitter}, 5, 0, time.Second},
+		{"linear steps by base", backoff.Policy{Kind: backoff.Linear, Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}, 3, 0, 300 * time.Millisecond},
+		{"full jitter halves at u=.5", backoff.Policy{Kind: backoff.Fixed, Base: time.Second}, 9, 0, 500 * time.Millisecond},
+		{"equal jitter at u=.5", backoff.Policy{Kind: backoff.Fixed, Base: time.Second, Jitter: backoff.EqualJitter}, 1, 0, 750 * time.Millisecond},
+		{"decorrelated from base", backoff.Policy{Base: 10 * time.Millisecond, Jitter: backoff.DecorrelatedJitter}, 1, 0, 20 * time.Millisecond},
+		{"decorrelated from prev", backoff.Policy{Base: 10 * time.Millisecond, Jitter: backoff.DecorrelatedJitter}, 2, 40 * time.Millisecond, 65 * time.Millisecond},
+		{"decorrelated capped", backoff.Policy{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: backoff.DecorrelatedJitter}, 2, 40 * time.Millisecond, 30 * time.Millisecond},
+		{"min raises", backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Min: 8 * time.Millisecond}, 1, 0, 8 * time.Millisecond},
+		{"n below 1 counts as 1", backoff.Policy{Base: 100 * time.Millisecond, Jitter: backoff.NoJitter}, -5, 0, 100 * time.Millisecond},
+		{"zero base is zero", backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter}, 3, 0, 0},
+		{"zero policy is Default", backoff.Policy{}, 3, 0, 200 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.policy.Delay(tt.n, tt.prev, half); got != tt.want {
+				t.Errorf("Delay(%d, %v) = %v, want %v", tt.n, tt.prev, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDelayNeverOverflows drives every kind to absurd retry numbers and
+// multipliers: the delay stays within [0, max], and with no jitter it never
+// decreases as n grows.
+func TestDelayNeverOverflows(t *testing.T) {
+	t.Parallel()
+	ns := []int{1, 2, 63, 64, 65, 1000, 1_000_000, math.MaxInt32, math.MaxInt - 1, math.MaxInt}
+	policies := map[string]backoff.Policy{
+		"exponential huge multiplier": {Base: time.Hour, Multiplier: 1e300, Jitter: backoff.NoJitter},
+		"exponential ×2 no cap":       {Base: time.Nanosecond, Jitter: backoff.NoJitter},
+		"exponential ×2 capped":       {Base: time.Second, Max: time.Minute, Jitter: backoff.NoJitter},
+		"exponential ×1":              {Base: time.Second, Multiplier: 1, Jitter: backoff.NoJitter},
+		"linear huge increment":       {Kind: backoff.Linear, Base: time.Hour, Increment: math.MaxInt64, Jitter: backoff.NoJitter},
+		"proportional at the ceiling": {Base: time.Hour, Jitter: backoff.ProportionalJitter, JitterFactor: 1},
+		"equal at the ceiling":        {Base: time.Hour, Jitter: backoff.EqualJitter},
+		"full at the ceiling":         {Base: time.Hour},
+		"decorrelated no cap":         {Base: time.Hour, Jitter: backoff.DecorrelatedJitter},
+		"custom negative":             {Kind: backoff.Custom, Func: func(n int) time.Duration { return -time.Duration(n) }},
+	}
+	for name, p := range policies {
+		limit := p.Max
+		if limit == 0 {
+			limit = math.MaxInt64
+		}
+		for _, draw := range draws {
+			var last, prev time.Duration
+			for _, n := range ns {
+				got := p.Delay(n, prev, draw.src)
+				if got < 0 || got > limit {
+					t.Errorf("%s/%s: Delay(%d) = %v, outside [0, %v]", name, draw.name, n, got, limit)
+				}
+				if p.Jitter == backoff.NoJitter && got < last {
+					t.Errorf("%s: Delay(%d) = %v fell below the delay of a smaller n, %v", name, n, got, last)
+				}
+				last, prev = got, got
+			}
+		}
+	}
+}
+
+func TestDelayAllocatesNothing(t *testing.T) {
+	for _, j := range []backoff.Jitter{backoff.NoJitter, backoff.FullJitter, backoff.EqualJitter, backoff.ProportionalJitter, backoff.DecorrelatedJitter} {
+		p := backoff.Policy{Base: 10 * time.Millisecond, Max: time.Second, Jitter: j}
+		allocs := testing.AllocsPerRun(1000, func() { p.Delay(7, 40*time.Millisecond, nil) })
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per Delay, want 0", j, allocs)
+		}
+	}
+}
+
+func TestSequence(t *testing.T) {
+	t.Parallel()
+	p := backoff.Policy{Base: 10 * time.Millisecond, Max: 45 * time.Millisecond, Jitter: backoff.NoJitter}
+	s := backoff.NewSequence(p, nil)
+	var got []time.Duration
+	for range 4 {
+		got = append(got, s.Next())
+	}
+	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 45 * time.Millisecond}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Next ×4 = %v, want %v", got, want)
+	}
+	if s.Retries() != 4 {
+		t.Errorf("Retries() = %d, want 4", s.Retries())
+	}
+	s.Reset()
+	if got := s.Next(); got != 10*time.Millisecond {
+		t.Errorf("after Reset, Next() = %v, want 10ms", got)
+	}
+}
+
+// TestSequenceDecorrelatedCarriesPrev checks that decorrelated jitter grows
+// from the previous delay of the same sequence: with u≈1 every delay is three
+// times the last, until the cap.
+func TestSequenceDecorrelatedCarriesPrev(t *testing.T) {
+	t.Parallel()
+	p := backoff.Policy{Base: 10 * time.Millisecond, Max: time.Second, Jitter: backoff.DecorrelatedJitter}
+	s := backoff.NewSequence(p, fixedSource(math.MaxUint64))
+	want := []time.Duration{30, 90, 270, 810, 1000}
+	for i, w := range want {
+		got := s.Next()
+		if d := got - w*time.Millisecond; d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("delay %d = %v, want ≈%v", i+1, got, w*time.Millisecond)
+		}
+	}
+}
