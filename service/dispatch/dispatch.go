@@ -1,0 +1,208 @@
+// Package dispatch makes retryd's outbound calls: one HTTP request per
+// attempt, with the task's stored method, headers and body plus its
+// Idempotency-Key, bounded in time and in what it reads, refusing addresses
+// a tenant must not reach, and never following a redirect. It reports what
+// happened as a Result; Result.Outcome applies a retry policy to it.
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultTimeout          = 30 * time.Second
+	DefaultMaxResponseBytes = 64 << 10
+	DefaultKeepBytes        = 1024
+	DefaultMaxIdlePerHost   = 256
+)
+
+// ErrBadTarget is returned (wrapped) for a URL that cannot be called: not
+// http or https, no host, or unparsable. Such an attempt is not retried.
+var ErrBadTarget = errors.New("bad target url")
+
+// Config sets up a Dispatcher. Zero fields take the Default… values.
+type Config struct {
+	Guard            Guard         // which resolved addresses may be called
+	ConnectTimeout   time.Duration // to connect, TLS handshake included
+	Timeout          time.Duration // the whole attempt: connect, send, headers, body
+	MaxResponseBytes int64         // read at most this much of a response, then drop the connection
+	KeepBytes        int           // the first bytes of the response kept for the attempt log
+	MaxIdlePerHost   int           // idle keep-alive connections kept per target host
+}
+
+// Dispatcher sends attempts. It is safe for concurrent use; Close it to
+// release idle connections.
+type Dispatcher struct {
+	cfg    Config
+	client *http.Client
+	tr     *http.Transport
+}
+
+// New returns a Dispatcher for cfg.
+func New(cfg Config) *Dispatcher {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.KeepBytes <= 0 {
+		cfg.KeepBytes = DefaultKeepBytes
+	}
+	if cfg.MaxIdlePerHost <= 0 {
+		cfg.MaxIdlePerHost = DefaultMaxIdlePerHost
+	}
+	guard := cfg.Guard
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
+	tr := &http.Transport{
+		Proxy:               nil, // a proxy would be dialled instead of the target, hiding it from the guard
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: cfg.ConnectTimeout,
+		MaxIdleConns:        4 * cfg.MaxIdlePerHost,
+		MaxIdleConnsPerHost: cfg.MaxIdlePerHost,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}
+	client := &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return &Dispatcher{cfg: cfg, client: client, tr: tr}
+}
+
+// Timeout returns the bound on one attempt; a lease must outlast it.
+func (d *Dispatcher) Timeout() time.Duration { return d.cfg.Timeout }
+
+// Close drops idle connections. Sends in progress are not interrupted.
+func (d *Dispatcher) Close() { d.tr.CloseIdleConnections() }
+
+// Request is one attempt to send.
+type Request struct {
+	Method         string
+	URL            string
+	Headers        map[string]string
+	Body           []byte
+	IdempotencyKey string // sent as Idempotency-Key, over any stored header of that name
+}
+
+// Result is what one attempt came to: a response (Status > 0) or an error.
+type Result struct {
+	Start      time.Time
+	Duration   time.Duration
+	Status     int           // 0 when no response came
+	RetryAfter time.Duration // the response's Retry-After; valid when HasRetryAfter
+	// HasRetryAfter reports a valid Retry-After header on the response.
+	HasRetryAfter bool
+	Location      string // a redirect's target, which is not followed
+	Body          string // the first bytes of the response body, valid UTF-8
+	Err           error  // why no response came; nil when one did
+}
+
+// Send makes one attempt. It never returns an error of its own: everything,
+// the refusal of a target included, is reported in the Result. ctx bounds
+// the attempt along with the configured timeout.
+func (d *Dispatcher) Send(ctx context.Context, r Request) Result {
+	res := Result{Start: time.Now()}
+	res.Err = d.send(ctx, r, &res)
+	res.Duration = time.Since(res.Start)
+	return res
+}
+
+func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadTarget, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: scheme %q (want http or https)", ErrBadTarget, u.Scheme)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%w: no host", ErrBadTarget)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(r.Body))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadTarget, err)
+	}
+	for k, v := range r.Headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if r.IdempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return unwrapURLError(err)
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	res.RetryAfter, res.HasRetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		res.Location = resp.Header.Get("Location")
+	}
+	res.Body = d.readBody(resp.Body)
+	return nil
+}
+
+// readBody keeps the first KeepBytes of body and reads on up to
+// MaxResponseBytes so that the connection can be reused; a longer body is
+// left unread and its connection dropped by Close.
+func (d *Dispatcher) readBody(body io.Reader) string {
+	buf := make([]byte, d.cfg.KeepBytes)
+	n, _ := io.ReadFull(body, buf)
+	if n == len(buf) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, d.cfg.MaxResponseBytes-int64(n)))
+	}
+	kept := buf[:n]
+	if n == len(buf) {
+		// The cap may have cut a character: drop its first bytes rather
+		// than log them as garbage.
+		if i := lastStart(kept); !utf8.FullRune(kept[i:]) {
+			kept = kept[:i]
+		}
+	}
+	return strings.ToValidUTF8(string(kept), "\uFFFD")
+}
+
+// lastStart returns the index of the last byte of b that can begin a UTF-8
+// sequence, or 0.
+func lastStart(b []byte) int {
+	for i := len(b) - 1; i > 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return 0
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose message repeats the
+// method and URL that the attempt log already shows.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
