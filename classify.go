@@ -147,8 +147,7 @@ func (p *Policy) decide(err error) Decision {
 			return d
 		}
 	}
-	var r interface{ Retryable() bool }
-	if errors.As(err, &r) {
+	if r, ok := find[interface{ Retryable() bool }](err); ok {
 		if r.Retryable() {
 			return Retry
 		}
