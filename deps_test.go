@@ -1,0 +1,103 @@
+package retry_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/retrykit/retry"
+
+// imports maps each package directory of the module (relative, "." for the
+// root) to the imports of its non-test files.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	pkgs := map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "benchmarks") {
+				return filepath.SkipDir // benchmarks/ is a module of its own
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			pkgs[dir] = append(pkgs[dir], p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+func isStd(path string) bool { return !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") }
+
+// TestDependencyDirection keeps the arrows pointing one way (cmd → service →
+// retry → backoff) and keeps backoff and the root package on the standard
+// library alone, so a user who only wants retry.Do pulls in nothing else.
+func TestDependencyDirection(t *testing.T) {
+	t.Parallel()
+	pkgs := imports(t)
+	if len(pkgs["."]) == 0 || len(pkgs["backoff"]) == 0 {
+		t.Fatalf("found no imports for the root or backoff packages: %v", pkgs)
+	}
+	allowed := map[string][]string{ // module packages each may import, beyond the standard library
+		"backoff": {},
+		".":       {"backoff"},
+	}
+	for dir, imps := range pkgs {
+		for _, imp := range imps {
+			internal := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			inModule := imp == module || strings.HasPrefix(imp, module+"/")
+			if imp == module {
+				internal = "."
+			}
+			if list, strict := allowed[dir]; strict {
+				if isStd(imp) {
+					continue
+				}
+				if !inModule || !contains(list, internal) {
+					t.Errorf("%s imports %s: it may import only the standard library and %v", dir, imp, list)
+				}
+				continue
+			}
+			if !inModule {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(internal, "cmd/"):
+				t.Errorf("%s imports the command %s", dir, imp)
+			case !strings.HasPrefix(dir, "cmd/") && !strings.HasPrefix(dir, "service") && !strings.HasPrefix(dir, "client") && !strings.HasPrefix(dir, "examples") &&
+				(strings.HasPrefix(internal, "service") || strings.HasPrefix(internal, "client")):
+				t.Errorf("library package %s imports %s: the service depends on the library, not the other way", dir, imp)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
