@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/retrykit/retry/retryhttp"
 )
 
 // Defaults for the zero fields of Config.
@@ -158,7 +160,7 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
-	res.RetryAfter, res.HasRetryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
+	res.RetryAfter, res.HasRetryAfter = retryhttp.ParseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		res.Location = resp.Header.Get("Location")
 	}
