@@ -62,6 +62,11 @@ func FuzzParseRetryAfter(f *testing.F) {
 		if !ok && d != 0 {
 			t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", value, d)
 		}
+		if at, err := http.ParseTime(strings.TrimSpace(value)); err == nil {
+			if want := max(at.Sub(epoch), 0); d != want || !ok {
+				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, true", value, d, ok, want)
+			}
+		}
 		if n, err := strconv.ParseUint(strings.TrimSpace(value), 10, 32); err == nil && !strings.HasPrefix(strings.TrimSpace(value), "+") {
 			if want := time.Duration(n) * time.Second; d != want || !ok {
 				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, true", value, d, ok, want)
