@@ -74,7 +74,7 @@ func TestAttemptTimeout(t *testing.T) {
 			t.Parallel()
 			srv := newServer(t, tt.replies...)
 			client := &http.Client{Transport: &retryhttp.Transport{
-				Base: newBase(t), Policy: fixedPolicy(newClock(), 2), AttemptTimeout: 50 * time.Millisecond,
+				Base: newBase(t), Policy: fixedPolicy(newClock(), 2), AttemptTimeout: 250 * time.Millisecond,
 			}}
 
 			resp, err := client.Get(srv.URL)
@@ -103,14 +103,14 @@ func TestAttemptTimeoutLeavesBodyReadable(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	srv := newSlowBodyServer(t, release)
-	timeout := 500 * time.Millisecond
+	timeout := time.Second
 	client := &http.Client{Transport: &retryhttp.Transport{Base: newBase(t), Policy: fixedPolicy(newClock(), 1), AttemptTimeout: timeout}}
 
 	resp, err := client.Get(srv)
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	time.Sleep(2 * timeout)
+	time.Sleep(timeout + 500*time.Millisecond)
 	close(release)
 	if got, want := readBody(t, resp), "head+tail"; got != want {
 		t.Errorf("body = %q, want %q", got, want)

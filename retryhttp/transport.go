@@ -68,8 +68,9 @@ func DefaultMethods() []string {
 // Idempotency-Key header, and its body can be sent again: it has none, or
 // GetBody is set (http.NewRequest sets it for *bytes.Buffer, *bytes.Reader
 // and *strings.Reader bodies). Any other request — a POST with neither key
-// nor opt-in, or a body without GetBody — is sent exactly once, and Base's
-// response and error come back as they are.
+// nor opt-in, or a body without GetBody — is sent exactly once (within
+// AttemptTimeout, if set), and Base's response and error come back as they
+// are.
 //
 // An attempt is retried when it fails to get a response for a passing reason
 // (see TransportError) or gets a status among the Policy's
