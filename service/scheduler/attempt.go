@@ -1,0 +1,63 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/store"
+)
+
+// attempt makes claimed task t's attempt and queues its outcome for the
+// next group commit. ctx is cancelled only when shutdown's grace runs out.
+func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
+	defer func() {
+		s.busy.Add(-1)
+		s.workers.Done()
+		signal(s.freeC)
+	}()
+	start := time.Now()
+	s.rec.Lag(start.Sub(t.NextAttemptAt))
+	leaseUntil := t.LeaseUntil
+
+	p, err := s.policy(ctx, t.Tenant, t.PolicyID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: the lease expires and the task is claimed again
+		}
+		s.log.Error("scheduler: task's policy unusable; failing the task", "task", t.ID, "policy", t.PolicyID, "error", err)
+		s.queue(t, leaseUntil, notSent(t, store.Failed, "policy "+t.PolicyID+": "+err.Error(), time.Now()))
+		return
+	}
+	if f, stop := precheck(t, p, start); stop {
+		s.queue(t, leaseUntil, f)
+		return
+	}
+	res := s.disp.Send(ctx, dispatch.Request{
+		Method:         t.Method,
+		URL:            t.TargetURL,
+		Headers:        t.Headers,
+		Body:           t.Body,
+		IdempotencyKey: t.IdempotencyKey,
+	})
+	now := time.Now()
+	if ctx.Err() != nil && errors.Is(res.Err, context.Canceled) {
+		s.queue(t, leaseUntil, release(t, &res, now))
+		return
+	}
+	s.queue(t, leaseUntil, Decide(t, p, &res, now, s.cfg.Rand))
+}
+
+// finished is an outcome waiting for its group commit.
+type finished struct {
+	f          store.Finish
+	task       *store.Task
+	leaseUntil time.Time // where the heap filed the task when it was claimed
+}
+
+// queue hands f to the committer. The channel is bounded, so a slow store
+// slows the workers down instead of piling outcomes up in memory.
+func (s *Scheduler) queue(t *store.Task, leaseUntil time.Time, f store.Finish) {
+	s.commits <- finished{f: f, task: t, leaseUntil: leaseUntil}
+}

@@ -1,0 +1,143 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// Run rebuilds the heap from the store and runs due tasks until ctx ends.
+// Then it stops claiming, gives attempts in flight ShutdownGrace to finish,
+// cuts short and releases those that do not, records every outcome, and
+// returns nil. It returns an error only if the heap cannot be rebuilt (the
+// store is retried until ctx ends) or if Run was already called.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("scheduler: Run called twice")
+	}
+	if err := s.resync(ctx); err != nil {
+		return fmt.Errorf("scheduler: rebuild the heap: %w", err)
+	}
+	s.log.Info("scheduler started", "tasks", s.Pending(), "workers", s.cfg.Workers, "lease", s.cfg.Lease)
+
+	// Attempts and commits outlive ctx: attempts until the grace ends,
+	// commits until the last outcome is recorded.
+	attemptCtx, cutShort := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutShort()
+	commitCtx, stopCommits := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCommits()
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		s.commitLoop(commitCtx)
+	}()
+	go s.resyncLoop(ctx)
+
+	s.claimLoop(ctx, attemptCtx)
+
+	s.log.Info("scheduler stopping", "in_flight", s.busy.Load(), "grace", s.cfg.ShutdownGrace)
+	if !waitTimeout(&s.workers, s.cfg.ShutdownGrace) {
+		s.log.Warn("scheduler: grace period over; releasing the attempts still in flight", "in_flight", s.busy.Load())
+		cutShort()
+		s.workers.Wait()
+	}
+	close(s.commits)
+	select {
+	case <-committed:
+	case <-time.After(s.cfg.ShutdownGrace):
+		// The store is not answering; unrecorded tasks keep their leases,
+		// which expire, and are claimed again after a restart.
+		s.log.Error("scheduler: could not record the last outcomes; their tasks will be reclaimed when their leases expire")
+		stopCommits()
+		<-committed
+	}
+	s.log.Info("scheduler stopped")
+	return nil
+}
+
+// claimLoop claims due tasks whenever a worker is free, sleeping until the
+// earliest due time, a Wake or a free worker otherwise.
+func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	ids := make([]string, 0, s.cfg.ClaimBatch)
+	for ctx.Err() == nil {
+		free := s.cfg.Workers - int(s.busy.Load())
+		// The store compares whole milliseconds; asking with a finer Now
+		// would take entries from the heap that it would not hand out yet.
+		now := time.Now().Truncate(time.Millisecond)
+		s.mu.Lock()
+		ids = s.heap.popDue(now, min(free, s.cfg.ClaimBatch), ids[:0])
+		next, ok := s.heap.next()
+		s.mu.Unlock()
+		if len(ids) > 0 {
+			s.claim(ctx, attemptCtx, now, ids)
+			continue
+		}
+		var fire <-chan time.Time
+		if ok && free > 0 {
+			timer.Reset(time.Until(next))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wakeC:
+		case <-s.freeC:
+		case <-fire:
+		}
+		timer.Stop()
+	}
+}
+
+// claim leases the tasks ids the store agrees are due and starts an
+// attempt for each. IDs it does not hand out are dropped from the heap:
+// they were cancelled, finished, taken by another worker, or rescheduled,
+// and whoever changed them files them again (a resync at the latest).
+func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []string) {
+	var tasks []*store.Task
+	err := s.storeCall(ctx, "TaskClaim", func(ctx context.Context) (err error) {
+		tasks, err = s.st.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: s.cfg.Lease, Limit: len(ids), IDs: ids})
+		return err
+	})
+	if err != nil {
+		// Only shutdown or a broken store gets here: keep the IDs for the
+		// next run of the loop (or the next start).
+		s.log.Warn("scheduler: claim failed", "error", err, "tasks", len(ids))
+		s.mu.Lock()
+		for _, id := range ids {
+			s.heap.set(id, now)
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	for _, t := range tasks {
+		s.heap.set(t.ID, t.LeaseUntil)
+	}
+	s.mu.Unlock()
+	for _, t := range tasks {
+		s.busy.Add(1)
+		s.workers.Add(1)
+		go s.attempt(attemptCtx, t)
+	}
+}
+
+// waitTimeout waits for wg up to d and reports whether it finished.
+func waitTimeout(wg interface{ Wait() }, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

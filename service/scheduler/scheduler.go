@@ -1,0 +1,185 @@
+// Package scheduler runs retryd's retry tasks: it knows when each task is
+// next due (an in-memory min-heap rebuilt from the store at start and kept
+// in step with every write), claims due tasks from the store with a lease,
+// sends each attempt through a dispatch.Dispatcher, decides the next step
+// with the core library's backoff and budget rules, and records outcomes
+// in group commits: one durable store call for many finished attempts.
+//
+// The store stays the authority: the heap only says which IDs to ask for,
+// and a claim takes only what the store agrees is due, so a stale heap
+// entry costs a wasted ID, never a double attempt. A periodic resync from
+// the store repairs anything the heap missed.
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/store"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultWorkers       = 256
+	DefaultLease         = time.Minute
+	DefaultClaimBatch    = 256
+	DefaultCommitBatch   = 512
+	DefaultCommitWait    = 250 * time.Microsecond
+	DefaultResync        = time.Minute
+	DefaultShutdownGrace = 10 * time.Second
+)
+
+// leaseMargin is how much longer than one attempt a lease must last, so
+// that a worker has time to record the outcome before the task is
+// reclaimed.
+const leaseMargin = time.Second
+
+// Recorder is told what the scheduler does; *metrics.Metrics is one. Its
+// methods are called from many goroutines at once.
+type Recorder interface {
+	Lag(d time.Duration)                             // attempt start minus due time
+	Attempt(outcome, policy string)                  // an attempt's recorded outcome
+	Terminal(status store.Status, age time.Duration) // a task reached a terminal state
+}
+
+// Config sets up a Scheduler. Store and Dispatcher are required; zero
+// fields take the Default… values.
+type Config struct {
+	Store      store.Store
+	Dispatcher *dispatch.Dispatcher
+	Recorder   Recorder     // nil records nothing
+	Logger     *slog.Logger // nil discards
+
+	Workers int           // attempts in flight at once
+	Lease   time.Duration // how long a claimed task is ours; must exceed the dispatcher's timeout by a second
+
+	ClaimBatch  int           // most tasks claimed in one store call
+	CommitBatch int           // most outcomes recorded in one store call
+	CommitWait  time.Duration // how long a commit waits for more outcomes to share it
+	Resync      time.Duration // how often the heap is checked against the store
+
+	// ShutdownGrace is how long Run lets attempts in flight finish once its
+	// context ends; attempts still running then are cut short and their
+	// tasks released, due at once.
+	ShutdownGrace time.Duration
+	// StoreRetry retries failed store calls; the zero Policy means
+	// exponential backoff from 20ms to 2s, without end until the call's
+	// context ends. Not-found, conflict, lease-lost, invalid and closed
+	// errors are never retried.
+	StoreRetry retry.Policy
+	// Rand is the jitter's random source; nil means the runtime's.
+	Rand backoff.Source
+}
+
+// Scheduler runs due tasks. Create it with New, start it with Run; Wake is
+// safe to call from any goroutine at any time, before Run too.
+type Scheduler struct {
+	cfg        Config
+	st         store.Store
+	disp       *dispatch.Dispatcher
+	rec        Recorder
+	log        *slog.Logger
+	pols       policyCache
+	storeRetry retry.Policy
+
+	mu   sync.Mutex
+	heap *dueHeap
+
+	wakeC   chan struct{} // the heap's earliest entry may have moved earlier
+	freeC   chan struct{} // a worker became free
+	busy    atomic.Int64  // attempts in flight
+	workers sync.WaitGroup
+	commits chan finished
+	running atomic.Bool
+}
+
+// New checks cfg and returns a Scheduler.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Store == nil || cfg.Dispatcher == nil {
+		return nil, errors.New("scheduler: Config.Store and Config.Dispatcher are required")
+	}
+	setDefault(&cfg.Workers, DefaultWorkers)
+	setDefault(&cfg.Lease, DefaultLease)
+	setDefault(&cfg.ClaimBatch, DefaultClaimBatch)
+	setDefault(&cfg.CommitBatch, DefaultCommitBatch)
+	setDefault(&cfg.CommitWait, DefaultCommitWait)
+	setDefault(&cfg.Resync, DefaultResync)
+	setDefault(&cfg.ShutdownGrace, DefaultShutdownGrace)
+	cfg.ClaimBatch = min(cfg.ClaimBatch, store.MaxClaimLimit)
+	if min := cfg.Dispatcher.Timeout() + leaseMargin; cfg.Lease < min {
+		return nil, fmt.Errorf("scheduler: lease %v is too short: attempts may take %v, so it must be at least %v",
+			cfg.Lease, cfg.Dispatcher.Timeout(), min)
+	}
+	s := &Scheduler{
+		cfg: cfg, st: cfg.Store, disp: cfg.Dispatcher, rec: cfg.Recorder, log: cfg.Logger,
+		heap:    newDueHeap(),
+		wakeC:   make(chan struct{}, 1),
+		freeC:   make(chan struct{}, 1),
+		commits: make(chan finished, cfg.CommitBatch),
+	}
+	if s.rec == nil {
+		s.rec = nopRecorder{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.storeRetry = storeRetryPolicy(cfg.StoreRetry, s.log)
+	return s, nil
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Wake tells the scheduler that task id is due at at (the zero time means
+// now): the API calls it after a task is created or redriven, once the
+// store has the change. It never blocks on I/O. A Wake for a task that is
+// not actually due then is harmless: the store refuses to claim it.
+func (s *Scheduler) Wake(id string, at time.Time) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	// Round up to the millisecond the store keeps, so the heap never asks
+	// for a task a little before the store considers it due.
+	if r := at.Truncate(time.Millisecond); !r.Equal(at) {
+		at = r.Add(time.Millisecond)
+	}
+	s.mu.Lock()
+	first := s.heap.set(id, at)
+	s.mu.Unlock()
+	if first {
+		signal(s.wakeC)
+	}
+}
+
+// Pending returns the number of tasks the heap is tracking: due later,
+// due now, or in flight.
+func (s *Scheduler) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heap.Len()
+}
+
+// signal sends on a one-slot channel without blocking: one pending signal
+// is as good as many.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Lag(time.Duration)                    {}
+func (nopRecorder) Attempt(string, string)               {}
+func (nopRecorder) Terminal(store.Status, time.Duration) {}

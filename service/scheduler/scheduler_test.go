@@ -1,0 +1,309 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/store"
+)
+
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		script       []int
+		policy       retry.Policy
+		wantStatus   store.Status
+		wantAttempts int // at least this many
+		wantMost     int // and at most this many; 0 means exactly wantAttempts
+		wantLastErr  string
+	}{
+		{"success at once", []int{200}, fast(3), store.Succeeded, 1, 0, ""},
+		{"success after two failures", []int{503, 500, 204}, fast(5), store.Succeeded, 3, 0, ""},
+		{"400 fails at once", []int{400, 200}, fast(5), store.Failed, 1, 0, "HTTP 400 Bad Request"},
+		{"redirect fails at once", []int{302, 200}, fast(5), store.Failed, 1, 0, "redirect not followed: HTTP 302"},
+		{"attempts exhausted", []int{503}, fast(3), store.Exhausted, 3, 0, "HTTP 503 Service Unavailable (attempts exhausted)"},
+		{"status listed by the policy", []int{409, 409, 200},
+			retry.Policy{MaxAttempts: 5, Backoff: backoffFixed(time.Millisecond), RetryableStatusCodes: []int{409}}, store.Succeeded, 3, 0, ""},
+		{"budget exhausted", []int{503},
+			retry.Policy{MaxAttempts: 100, Backoff: backoffFixed(150 * time.Millisecond), Budget: 400 * time.Millisecond},
+			// After attempt 1 (a few ms in) another fits; after attempt 3
+			// (300ms+ in) none does; after attempt 2 it depends on how
+			// long the calls took.
+			store.Exhausted, 2, 3, "HTTP 503 Service Unavailable (time budget exhausted)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := openStore(t, "")
+			tg := newTarget(t, tt.script...)
+			putPolicy(t, st, "p", tt.policy)
+			task := addTask(t, st, tg.URL+"/hook", "p")
+			start(t, st, options{})
+
+			got := waitFor(t, st, task.ID, terminal)
+			most := max(tt.wantMost, tt.wantAttempts)
+			if got.Status != tt.wantStatus || got.AttemptNumber < tt.wantAttempts || got.AttemptNumber > most {
+				t.Fatalf("task = %s after %d attempts, want %s after %d to %d", got.Status, got.AttemptNumber, tt.wantStatus, tt.wantAttempts, most)
+			}
+			n := got.AttemptNumber
+			if !strings.HasPrefix(got.LastError, tt.wantLastErr) {
+				t.Fatalf("lastError = %q, want it to start with %q", got.LastError, tt.wantLastErr)
+			}
+			keys := tg.seen()
+			if len(keys) != n {
+				t.Fatalf("target saw %d requests, want %d", len(keys), n)
+			}
+			for _, k := range keys {
+				if k != task.IdempotencyKey {
+					t.Fatalf("Idempotency-Key %q, want %q on every attempt", k, task.IdempotencyKey)
+				}
+			}
+			log := attempts(t, st, task.ID)
+			if len(log) != n {
+				t.Fatalf("attempt log has %d entries, want %d", len(log), n)
+			}
+			for i, a := range log {
+				if a.AttemptNumber != i+1 || a.ResponseStatus != tt.script[min(i, len(tt.script)-1)] {
+					t.Fatalf("attempt %d = #%d status %d", i, a.AttemptNumber, a.ResponseStatus)
+				}
+			}
+		})
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 503, 200)
+	tg.header.Set("Retry-After", "1")
+	putPolicy(t, st, "p", fast(3))
+	task := addTask(t, st, tg.URL, "p")
+	start(t, st, options{})
+
+	waitFor(t, st, task.ID, terminal)
+	log := attempts(t, st, task.ID)
+	if len(log) != 2 {
+		t.Fatalf("%d attempts, want 2", len(log))
+	}
+	if gap := log[1].StartedAt.Sub(log[0].StartedAt); gap < time.Second {
+		t.Fatalf("second attempt %v after the first, want at least the 1s Retry-After", gap)
+	}
+}
+
+func TestDecorrelatedJitterStateIsStored(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 503, 503, 503, 200)
+	putPolicy(t, st, "p", retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{
+		Kind: backoff.Exponential, Base: 5 * time.Millisecond, Max: 50 * time.Millisecond, Jitter: backoff.DecorrelatedJitter,
+	}})
+	task := addTask(t, st, tg.URL, "p")
+	start(t, st, options{})
+
+	var prevs []time.Duration
+	waitFor(t, st, task.ID, func(task *store.Task) bool {
+		if len(prevs) == 0 || prevs[len(prevs)-1] != task.PrevDelay {
+			prevs = append(prevs, task.PrevDelay)
+		}
+		return task.Status.Terminal()
+	})
+	got := waitFor(t, st, task.ID, terminal)
+	if got.Status != store.Succeeded {
+		t.Fatalf("status %s", got.Status)
+	}
+	// Each stored delay lies in [base, min(max, 3·previous)].
+	last := 5 * time.Millisecond
+	for _, d := range prevs {
+		if d == 0 {
+			continue
+		}
+		if d < 5*time.Millisecond || d > min(50*time.Millisecond, 3*last) {
+			t.Fatalf("stored delays %v: %v outside [5ms, 3·%v]", prevs, d, last)
+		}
+		last = d
+	}
+	if got.PrevDelay == 0 {
+		t.Fatalf("PrevDelay not stored")
+	}
+}
+
+func TestWakeRunsANewTaskPromptly(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	putPolicy(t, st, "p", fast(3))
+	s, _ := start(t, st, options{cfg: schedulerConfig(time.Hour)})
+	time.Sleep(20 * time.Millisecond) // Run has rebuilt its (empty) heap
+
+	task := addTask(t, st, tg.URL, "p")
+	s.Wake(task.ID, task.NextAttemptAt)
+	got := waitFor(t, st, task.ID, terminal)
+	if got.Status != store.Succeeded {
+		t.Fatalf("status %s, want SUCCEEDED", got.Status)
+	}
+}
+
+func TestResyncFindsTasksNobodyWoke(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	putPolicy(t, st, "p", fast(3))
+	start(t, st, options{cfg: schedulerConfig(50 * time.Millisecond)})
+	time.Sleep(20 * time.Millisecond)
+
+	task := addTask(t, st, tg.URL, "p") // no Wake
+	if got := waitFor(t, st, task.ID, terminal); got.Status != store.Succeeded {
+		t.Fatalf("status %s, want SUCCEEDED", got.Status)
+	}
+}
+
+func TestRestartBetweenAttemptsLosesNothing(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 503, 503, 200)
+	putPolicy(t, st, "p", retry.Policy{MaxAttempts: 5, Backoff: backoffFixed(300 * time.Millisecond)})
+	task := addTask(t, st, tg.URL, "p")
+
+	_, stop := start(t, st, options{})
+	waitFor(t, st, task.ID, func(task *store.Task) bool { return task.AttemptNumber == 1 && task.Status == store.Pending })
+	stop()
+	if n := len(tg.seen()); n != 1 {
+		t.Fatalf("target saw %d requests before the restart, want 1", n)
+	}
+
+	start(t, st, options{})
+	got := waitFor(t, st, task.ID, terminal)
+	if got.Status != store.Succeeded || got.AttemptNumber != 3 {
+		t.Fatalf("task = %s after %d attempts, want SUCCEEDED after 3", got.Status, got.AttemptNumber)
+	}
+	if n := len(tg.seen()); n != 3 {
+		t.Fatalf("target saw %d requests, want 3", n)
+	}
+}
+
+func TestExpiredLeaseIsReclaimedAndCounted(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	putPolicy(t, st, "p", fast(3))
+	task := addTask(t, st, tg.URL, "p")
+	// A worker that claims and then dies.
+	claimed, err := st.TaskClaim(context.Background(), store.ClaimParams{Now: time.Now(), Lease: 300 * time.Millisecond, IDs: []string{task.ID}})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim = %d tasks, %v", len(claimed), err)
+	}
+
+	start(t, st, options{})
+	got := waitFor(t, st, task.ID, terminal)
+	if got.Status != store.Succeeded || got.AttemptNumber != 2 {
+		t.Fatalf("task = %s after %d attempts, want SUCCEEDED after 2 (one lost)", got.Status, got.AttemptNumber)
+	}
+	log := attempts(t, st, task.ID)
+	if len(log) != 2 || log[0].ErrorMessage != store.LeaseExpiredMessage || log[1].ResponseStatus != 200 {
+		t.Fatalf("attempt log %+v, want the lost attempt then the success", log)
+	}
+}
+
+func TestLostAttemptsCanExhaustWithoutACall(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	putPolicy(t, st, "p", fast(1))
+	task := addTask(t, st, tg.URL, "p")
+	if _, err := st.TaskClaim(context.Background(), store.ClaimParams{Now: time.Now(), Lease: 100 * time.Millisecond, IDs: []string{task.ID}}); err != nil {
+		t.Fatal(err)
+	}
+
+	start(t, st, options{})
+	got := waitFor(t, st, task.ID, terminal)
+	if got.Status != store.Exhausted {
+		t.Fatalf("status %s, want EXHAUSTED: the one allowed attempt was lost", got.Status)
+	}
+	if n := len(tg.seen()); n != 0 {
+		t.Fatalf("target saw %d requests, want none", n)
+	}
+}
+
+func TestShutdownReleasesAttemptsInFlight(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	tg.block = make(chan struct{})
+	defer close(tg.block)
+	putPolicy(t, st, "p", fast(3))
+	task := addTask(t, st, tg.URL, "p")
+	cfg := schedulerConfig(time.Hour)
+	cfg.ShutdownGrace = 100 * time.Millisecond
+	_, stop := start(t, st, options{cfg: cfg})
+	waitFor(t, st, task.ID, func(task *store.Task) bool { return task.Status == store.InFlight })
+	for len(tg.seen()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+
+	got, err := st.TaskGet(context.Background(), tenant, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.Pending || got.AttemptNumber != 1 {
+		t.Fatalf("after shutdown: %s, attempt %d; want PENDING after 1", got.Status, got.AttemptNumber)
+	}
+	if !strings.HasPrefix(got.LastError, "interrupted") {
+		t.Fatalf("lastError %q, want the interruption", got.LastError)
+	}
+}
+
+func TestShutdownWaitsForAttemptsInFlight(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	tg.block = make(chan struct{})
+	putPolicy(t, st, "p", fast(3))
+	task := addTask(t, st, tg.URL, "p")
+	_, stop := start(t, st, options{})
+	for len(tg.seen()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.AfterFunc(50*time.Millisecond, func() { close(tg.block) })
+	stop()
+
+	got, err := st.TaskGet(context.Background(), tenant, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.Succeeded {
+		t.Fatalf("after shutdown: %s, want SUCCEEDED (the attempt was let finish)", got.Status)
+	}
+}
+
+func TestManyTasksAllFinish(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 503, 200)
+	putPolicy(t, st, "p", retry.Policy{MaxAttempts: 1000, Backoff: backoffFixed(0)})
+	var ids []string
+	for range 200 {
+		ids = append(ids, addTask(t, st, tg.URL, "p").ID)
+	}
+	start(t, st, options{cfg: schedulerConfig(time.Hour)})
+	for _, id := range ids {
+		if got := waitFor(t, st, id, terminal); got.Status != store.Succeeded {
+			t.Fatalf("task %s: %s", id, got.Status)
+		}
+	}
+	if n := len(tg.seen()); n != 201 {
+		t.Fatalf("target saw %d requests, want 201 (one failure, then one success each)", n)
+	}
+	counts, err := st.TaskCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counts[store.Succeeded]; got != 200 {
+		t.Fatalf("SUCCEEDED count %d, want 200 (%v)", got, counts)
+	}
+}
