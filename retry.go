@@ -94,10 +94,13 @@ func (r *run) failed(ctx context.Context, err error) error {
 	}
 	delay := p.Backoff.Delay(r.attempt, r.prevDelay, p.Rand)
 	r.prevDelay = delay
+	// A server's hint is checked against the budget as the server gave it: a
+	// wait cut short by the cap would only meet the same refusal again.
+	wait := delay
 	if hint, ok := RetryAfter(err); ok && hint > delay {
-		delay = hint
-		if p.Backoff.Max > 0 && delay > p.Backoff.Max {
-			delay = p.Backoff.Max
+		wait, delay = hint, hint
+		if limit := p.Backoff.MaxDelay(); limit > 0 && delay > limit {
+			delay = limit
 		}
 	}
 	var elapsed time.Duration
@@ -108,12 +111,12 @@ func (r *run) failed(ctx context.Context, err error) error {
 		if call == 0 {
 			call = now.Sub(r.callStart)
 		}
-		if elapsed+delay+call > p.Budget {
+		if elapsed+wait+call > p.Budget {
 			return r.stop(ctx, ErrBudgetExhausted, err)
 		}
 		r.callStart = now.Add(delay)
 	}
-	if deadline, ok := ctx.Deadline(); ok && r.clock().Now().Add(delay).After(deadline) {
+	if deadline, ok := ctx.Deadline(); ok && r.clock().Now().Add(wait).After(deadline) {
 		return r.stop(ctx, ErrBudgetExhausted, err)
 	}
 	if p.Quota != nil && !p.Quota.TryTake() {

@@ -195,6 +195,8 @@ func TestRetryAfterHint(t *testing.T) {
 		{"delay longer than hint wins", retry.Policy{MaxAttempts: 2, Backoff: fixedDelays(3 * time.Second)}, time.Second, "[3s]", retry.ErrAttemptsExhausted},
 		{"hint capped at max", retry.Policy{MaxAttempts: 2, Backoff: backoff.Policy{Base: time.Millisecond, Max: time.Second, Jitter: backoff.NoJitter}}, time.Hour, "[1s]", retry.ErrAttemptsExhausted},
 		{"hint over budget stops now", retry.Policy{MaxAttempts: 5, Budget: 10 * time.Second, Backoff: fixedDelays(time.Millisecond)}, 30 * time.Second, "[]", retry.ErrBudgetExhausted},
+		{"hint over budget stops even when the cap would fit", retry.Policy{MaxAttempts: 5, Budget: 30 * time.Second, Backoff: backoff.Policy{Base: time.Millisecond, Max: 10 * time.Second, Jitter: backoff.NoJitter}}, time.Hour, "[]", retry.ErrBudgetExhausted},
+		{"zero backoff caps at its default max", retry.Policy{MaxAttempts: 2}, time.Hour, "[30s]", retry.ErrAttemptsExhausted},
 		{"negative hint ignored", retry.Policy{MaxAttempts: 2, Backoff: fixedDelays(time.Millisecond)}, -time.Hour, "[1ms]", retry.ErrAttemptsExhausted},
 	}
 	for _, tt := range tests {

@@ -85,6 +85,15 @@ func (p *Policy) IsZero() bool {
 		p.Func == nil && p.JitterFunc == nil
 }
 
+// MaxDelay returns the cap on every delay p computes: Max, or DefaultMax for
+// the zero Policy; 0 means no cap.
+func (p *Policy) MaxDelay() time.Duration {
+	if p.IsZero() {
+		return DefaultMax
+	}
+	return p.Max
+}
+
 // Delay returns the delay before retry n (n ≥ 1; smaller n counts as 1).
 //
 // prev is the delay this execution waited before its previous retry, or 0

@@ -23,7 +23,6 @@ type call struct {
 	// cancel releases its attempt context (nil without AttemptTimeout).
 	resp   *http.Response
 	cancel context.CancelCauseFunc
-	start  time.Time // when the first attempt began
 }
 
 // once sends a request that must not be retried.
@@ -51,7 +50,6 @@ func (c *call) run() (*http.Response, error) {
 			hook(ctx, a)
 		}
 	}
-	c.start = c.now()
 	err := retry.Do(c.req.Context(), c.p, c.attempt)
 	if c.resp != nil {
 		return c.deliver(), nil
@@ -71,7 +69,6 @@ func (c *call) attempt(ctx context.Context) error {
 		r = r.WithContext(ctx)
 		r.Body = body
 	}
-	began := c.now()
 	resp, cancel, err := c.send(r)
 	if err != nil {
 		return c.transportError(err)
@@ -82,32 +79,11 @@ func (c *call) attempt(ctx context.Context) error {
 	}
 	e := &StatusError{Method: c.method(), URL: c.redacted(), StatusCode: resp.StatusCode, Status: resp.Status, retryAfter: -1}
 	if v := resp.Header.Get("Retry-After"); v != "" {
-		now := c.now()
-		if d, ok := ParseRetryAfter(v, now); ok {
+		if d, ok := ParseRetryAfter(v, c.now()); ok {
 			e.retryAfter = d
-			if c.pastBudget(d, now, began) {
-				e.overBudget = true
-				return retry.Permanent(e)
-			}
 		}
 	}
 	return e
-}
-
-// pastBudget reports whether waiting hint would overrun the budget, in the
-// one case the engine does not check itself: it caps a hint at the
-// backoff's Max before comparing it with the budget, so a server asking for
-// an hour would be retried after Max instead of answered at once.
-func (c *call) pastBudget(hint time.Duration, now, began time.Time) bool {
-	p := &c.p
-	if p.Budget <= 0 || p.Backoff.Max <= 0 || hint <= p.Backoff.Max {
-		return false
-	}
-	callTime := p.CallTime
-	if callTime == 0 {
-		callTime = now.Sub(began)
-	}
-	return now.Sub(c.start)+hint+callTime > p.Budget
 }
 
 // send makes one attempt through Base, within AttemptTimeout if one is set.

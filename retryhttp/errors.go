@@ -21,7 +21,6 @@ type StatusError struct {
 	Status     string // the response's status line, e.g. "503 Service Unavailable"
 
 	retryAfter time.Duration // the server's Retry-After; negative when absent or malformed
-	overBudget bool          // the Retry-After does not fit what is left of the budget
 }
 
 // Error returns the status and the server's Retry-After, if any.
@@ -29,9 +28,6 @@ func (e *StatusError) Error() string {
 	s := "http status " + e.Status
 	if e.retryAfter >= 0 {
 		s += "; Retry-After " + e.retryAfter.String()
-		if e.overBudget {
-			s += " is past the time budget"
-		}
 	}
 	return s
 }

@@ -118,11 +118,11 @@ func TestRetryAfterPastBudget(t *testing.T) {
 		retryAfter string
 		wantLog    string
 	}{
-		// The engine compares the (uncapped) hint with the budget itself.
+		// The engine compares the hint as the server gave it with the budget,
+		// before capping the wait at Max.
 		{name: "hint under Max", max: 5 * time.Minute, retryAfter: "120", wantLog: "time budget exhausted"},
-		// The engine would cap the hint at Max first; the transport stops.
-		{name: "hint over Max", max: 5 * time.Second, retryAfter: "120", wantLog: "past the time budget"},
-		{name: "HTTP-date over Max", max: 5 * time.Second, retryAfter: epoch.Add(time.Hour).Format(http.TimeFormat), wantLog: "past the time budget"},
+		{name: "hint over Max", max: 5 * time.Second, retryAfter: "120", wantLog: "time budget exhausted"},
+		{name: "HTTP-date over Max", max: 5 * time.Second, retryAfter: epoch.Add(time.Hour).Format(http.TimeFormat), wantLog: "time budget exhausted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
