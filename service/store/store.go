@@ -6,6 +6,13 @@
 //
 // Every method is durable before it returns: a state change a Store has
 // acknowledged survives a crash of the process.
+//
+// Conventions every backend keeps (storetest checks each):
+//   - Times are kept with millisecond precision at least; durations too.
+//   - Methods return fresh values: the caller may keep or change them, and
+//     the Store never changes the values it was given.
+//   - Tenants are separate worlds: another tenant's IDs answer ErrNotFound.
+//   - Page tokens are opaque; one the Store did not issue is ErrInvalid.
 package store
 
 import (
@@ -20,7 +27,19 @@ var (
 	ErrConflict  = errors.New("conflict")     // exists with other content, or wrong state for the change
 	ErrLeaseLost = errors.New("lease lost")   // the task's version moved on: another worker owns it now
 	ErrClosed    = errors.New("store closed") // the Store was closed
+	ErrInvalid   = errors.New("invalid")      // a malformed argument: a bad page token, an unknown status or transition
 )
+
+// Limits of lists and claims; see Page and ClaimParams.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+	MaxClaimLimit    = 1000
+)
+
+// LeaseExpiredMessage is the ErrorMessage of the attempt a Store logs when
+// it reclaims a task whose lease ran out before its worker finished it.
+const LeaseExpiredMessage = "lease expired before the attempt's outcome was recorded"
 
 // Status is a task's state. PENDING → IN_FLIGHT → SUCCEEDED | PENDING (retry)
 // | EXHAUSTED | FAILED; PENDING → CANCELLED. EXHAUSTED and FAILED are the
@@ -53,7 +72,8 @@ type Policy struct {
 }
 
 // Task is one unit of retry work: call TargetURL until it succeeds or the
-// policy gives up.
+// policy gives up. TaskCreate reads the request fields (ID through
+// PolicyID, BudgetStart, NextAttemptAt, CreatedAt); a Store owns the others.
 type Task struct {
 	ID             string // UUID
 	Tenant         string
@@ -98,7 +118,19 @@ type Attempt struct {
 // previous page, empty for the first.
 type Page struct {
 	Token string
-	Limit int // ≤ 0 means the store's default (100); values over 1000 are cut to 1000
+	Limit int // ≤ 0 means DefaultPageLimit; values over MaxPageLimit are cut to it
+}
+
+// PageLimit returns the number of items a page of limit holds, applying
+// Page's rules, for backends.
+func PageLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultPageLimit
+	case limit > MaxPageLimit:
+		return MaxPageLimit
+	}
+	return limit
 }
 
 // TaskFilter narrows TaskList. Zero fields match everything.
@@ -112,18 +144,28 @@ type TaskFilter struct {
 type ClaimParams struct {
 	Now   time.Time
 	Lease time.Duration // a claimed task is IN_FLIGHT until Now+Lease
-	Limit int
-	IDs   []string // when set, claim only among these tasks (the scheduler's heap knows which are due)
+	Limit int           // ≤ 0 means len(IDs) when IDs is set, else 1; over MaxClaimLimit is cut to it
+	IDs   []string      // when set, claim only among these tasks (the scheduler's heap knows which are due); IDs that are unknown or not due are skipped
+}
+
+// ClaimLimit returns how many tasks p may claim, applying ClaimParams'
+// rules, for backends.
+func (p ClaimParams) ClaimLimit() int {
+	n := p.Limit
+	if n <= 0 {
+		n = max(len(p.IDs), 1)
+	}
+	return min(n, MaxClaimLimit)
 }
 
 // Finish records the outcome of one claimed attempt.
 type Finish struct {
 	TaskID  string
 	Version int64   // the version TaskClaim returned; a mismatch is ErrLeaseLost
-	Attempt Attempt // appended to the attempt log
+	Attempt Attempt // appended to the attempt log (its TaskID is set from Finish's); an AttemptNumber of 0 logs nothing, for a task given up without a call
 
-	Status        Status    // Succeeded, Pending (retry), Exhausted or Failed
-	NextAttemptAt time.Time // when Status is Pending
+	Status        Status    // Succeeded, Pending (retry), Exhausted or Failed; another is ErrInvalid
+	NextAttemptAt time.Time // when Status is Pending (zero means Now); otherwise ignored
 	PrevDelay     time.Duration
 	LastError     string
 	LastStatus    int
@@ -131,8 +173,10 @@ type Finish struct {
 }
 
 // Transition asks TaskTransition to move a task between states: cancel
-// (PENDING → CANCELLED) or redrive (EXHAUSTED|FAILED → PENDING with the
-// attempt count reset, NextAttemptAt and BudgetStart set to Now).
+// (To CANCELLED: FinishedAt set to Now) or redrive (To PENDING: the
+// attempt count, PrevDelay, LastError and LastStatus reset, NextAttemptAt
+// and BudgetStart set to Now, FinishedAt cleared; the attempt log is kept
+// and the new attempts are appended to it). Another To is ErrInvalid.
 type Transition struct {
 	Tenant string
 	TaskID string
@@ -156,36 +200,59 @@ type Store interface {
 
 	// TaskCreate stores a new task, or returns the one already stored under
 	// (Tenant, IdempotencyKey) with created false if its RequestHash matches,
-	// or ErrConflict if it does not.
+	// or ErrConflict if it does not. The new task is PENDING, AttemptNumber
+	// 0, Version 1, UpdatedAt = CreatedAt. Zero fields take defaults: ID and
+	// IdempotencyKey NewID(), CreatedAt the current time, NextAttemptAt and
+	// BudgetStart CreatedAt. An ID already used (by any tenant) is
+	// ErrConflict. The Store does not check that PolicyID is registered.
 	TaskCreate(ctx context.Context, t *Task) (stored *Task, created bool, err error)
 	// TaskGet returns one task of the tenant, or ErrNotFound.
 	TaskGet(ctx context.Context, tenant, id string) (*Task, error)
-	// TaskList lists tasks matching f, newest first, one page at a time.
-	// An empty Tenant lists every tenant's (the scheduler uses this to
-	// rebuild its heap).
+	// TaskList lists tasks matching f, newest first (the reverse of the
+	// order TaskCreate stored them in), one page at a time. An empty Tenant
+	// lists every tenant's (the scheduler uses this to rebuild its heap).
+	// Paging never repeats or skips a task, even while tasks are created;
+	// a task whose status changes between pages may enter or leave a
+	// status-filtered list.
 	TaskList(ctx context.Context, f TaskFilter, page Page) (items []*Task, next string, err error)
-	// TaskTransition applies a cancel or redrive, returning the task after it.
+	// TaskTransition applies a cancel or redrive, returning the task after it:
+	// ErrNotFound when the tenant has no such task, ErrConflict when its
+	// state is not in tr.From. The Version is bumped.
 	TaskTransition(ctx context.Context, tr Transition) (*Task, error)
 
 	// TaskClaim atomically leases up to p.Limit tasks that are due: PENDING
 	// with NextAttemptAt ≤ Now, or IN_FLIGHT with LeaseUntil ≤ Now (a crashed
-	// worker's; the lost attempt is counted and logged). Each claimed task is
-	// IN_FLIGHT until Now+Lease, its AttemptNumber is the attempt about to be
-	// made, and its Version is new.
+	// worker's; the lost attempt is counted and logged with
+	// LeaseExpiredMessage as its ErrorMessage and as the task's LastError).
+	// Each claimed task is IN_FLIGHT until Now+Lease, its AttemptNumber is
+	// the attempt about to be made (it may exceed the policy's maximum after
+	// lost attempts: the caller then finishes it without a call), its
+	// Version is new, and its NextAttemptAt still says when it was due, so
+	// that the caller can measure dispatch lag. Tasks are claimed earliest
+	// due first, an expired lease being due at its LeaseUntil. No task is
+	// claimed by two concurrent calls.
 	TaskClaim(ctx context.Context, p ClaimParams) ([]*Task, error)
 	// TaskFinish records the outcomes of claimed attempts in one durable
-	// step. errs[i] is ErrLeaseLost when fs[i]'s version is stale (nothing
-	// of it is written); err is for failures of the whole call.
+	// step. errs[i] is ErrLeaseLost when fs[i]'s version is stale or the
+	// task is not IN_FLIGHT, ErrNotFound when there is no such task, and
+	// ErrInvalid when its Status is not a finishing one; nothing of such an
+	// item is written. A lease that ran out but was not reclaimed yet still
+	// finishes. The task's lease is cleared, its Version bumped, FinishedAt
+	// set when its Status is terminal. Items apply in order, so a second
+	// Finish of one task in one call is ErrLeaseLost. err is for failures of
+	// the whole call (errs is then nil and nothing is written).
 	TaskFinish(ctx context.Context, fs []Finish) (errs []error, err error)
 
 	// AttemptList returns a task's attempt log, oldest first, or ErrNotFound
 	// when the tenant has no such task.
 	AttemptList(ctx context.Context, tenant, taskID string, page Page) (items []*Attempt, next string, err error)
-	// TaskCounts returns the number of tasks in each state, for metrics.
+	// TaskCounts returns the number of tasks in each state, every tenant's,
+	// for metrics. Every Status is a key, zero counts included.
 	TaskCounts(ctx context.Context) (map[Status]int64, error)
 
 	// Ping reports whether the store is reachable, for /readyz.
 	Ping(ctx context.Context) error
-	// Close releases the store's resources.
+	// Close releases the store's resources; later calls return ErrClosed.
+	// Calling Close again returns nil.
 	Close() error
 }

@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/pagetoken"
+)
+
+// AttemptList returns a task's attempt log oldest first; the page token is
+// the log position of the last attempt on the page.
+func (s *Store) AttemptList(ctx context.Context, tenant, taskID string, page store.Page) ([]*store.Attempt, string, error) {
+	var after int64 = -1
+	if page.Token != "" {
+		n, err := pagetoken.DecodeInt("attempt", page.Token)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
+		}
+		after = n - 1 // tokens hold n+1: DecodeInt wants a positive key
+	}
+	// One read transaction, so that the task and its log agree.
+	tx, err := s.readTx(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
+	}
+	defer tx.Rollback()
+	var seq int64
+	err = tx.QueryRowContext(ctx, `SELECT seq FROM tasks WHERE id = ? AND tenant = ?`, taskID, tenant).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("sqlite: task %s: %w", taskID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
+	}
+	limit := store.PageLimit(page.Limit)
+	rows, err := tx.QueryContext(ctx, `SELECT n, attempt_number, started_at, duration_ns, response_status,
+		error_message, response_body FROM attempts WHERE task_seq = ? AND n > ? ORDER BY n LIMIT ?`,
+		seq, after, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
+	}
+	defer rows.Close()
+	var items []*store.Attempt
+	var last int64
+	for rows.Next() {
+		if len(items) == limit {
+			return items, pagetoken.EncodeInt("attempt", last+1), rows.Close()
+		}
+		a := &store.Attempt{TaskID: taskID}
+		var started, dur int64
+		if err := rows.Scan(&last, &a.AttemptNumber, &started, &dur, &a.ResponseStatus,
+			&a.ErrorMessage, &a.ResponseBody); err != nil {
+			return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
+		}
+		a.StartedAt, a.Duration = fromMs(started), time.Duration(dur)
+		items = append(items, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
+	}
+	return items, "", nil
+}
+
+func (s *Store) readTx(ctx context.Context) (*sql.Tx, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// TaskCounts returns the number of tasks in each state from a table every
+// write keeps in step, so it costs the same with any number of tasks.
+func (s *Store) TaskCounts(ctx context.Context) (map[store.Status]int64, error) {
+	st, err := s.read(ctx, `SELECT status, n FROM task_counts`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: task counts: %w", err)
+	}
+	rows, err := st.QueryContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: task counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[store.Status]int64{
+		store.Pending: 0, store.InFlight: 0, store.Succeeded: 0,
+		store.Exhausted: 0, store.Failed: 0, store.Cancelled: 0,
+	}
+	for rows.Next() {
+		var st store.Status
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("sqlite: task counts: %w", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: task counts: %w", err)
+	}
+	return out, nil
+}

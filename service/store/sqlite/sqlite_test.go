@@ -1,0 +1,30 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/sqlite"
+	"github.com/retrykit/retry/service/store/storetest"
+)
+
+// open opens a store in a new file of t's temporary directory.
+func open(t testing.TB, opts ...sqlite.Option) (*sqlite.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "retryd.db")
+	s, err := sqlite.Open(context.Background(), path, opts...)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", path, err)
+	}
+	return s, path
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, _ := open(t)
+		return s
+	})
+}

@@ -1,0 +1,245 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/pagetoken"
+)
+
+// TaskCreate stores a new task or returns the one its idempotency key
+// already names; see store.Store.
+func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
+	t := *in
+	if t.Tenant == "" {
+		return nil, false, fmt.Errorf("sqlite: create task: empty tenant: %w", store.ErrInvalid)
+	}
+	if t.ID == "" {
+		t.ID = store.NewID()
+	}
+	if t.IdempotencyKey == "" {
+		t.IdempotencyKey = store.NewID()
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = time.Now()
+	}
+	t.CreatedAt = t.CreatedAt.Truncate(time.Millisecond)
+	if t.NextAttemptAt.IsZero() {
+		t.NextAttemptAt = t.CreatedAt
+	}
+	if t.BudgetStart.IsZero() {
+		t.BudgetStart = t.CreatedAt
+	}
+	headers, err := encodeHeaders(t.Headers)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
+	}
+	var stored *store.Task
+	created := false
+	err = s.write(ctx, &writeOp{run: func(w *wtx) error {
+		var seq int64
+		var hash string
+		err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,
+			t.Tenant, t.IdempotencyKey).Scan(&seq, &hash)
+		switch {
+		case err == nil && hash != t.RequestHash:
+			return fmt.Errorf("idempotency key %q names another request: %w", t.IdempotencyKey, store.ErrConflict)
+		case err == nil:
+			stored, err = w.taskBySeq(seq)
+			return err
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		if err := w.queryRow(`SELECT seq FROM tasks WHERE id = ?`, t.ID).Scan(&seq); err == nil {
+			return fmt.Errorf("task id %s is taken: %w", t.ID, store.ErrConflict)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, status,
+			attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
+			claimed_at, version, log_count, created_at, updated_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, 'PENDING', 0, ?, 0, ?, '', 0, 0, 0, 1, 0, ?, ?, 0) RETURNING seq`,
+			t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, ms(t.NextAttemptAt),
+			ms(t.BudgetStart), ms(t.CreatedAt), ms(t.CreatedAt)).Scan(&seq); err != nil {
+			return err
+		}
+		body := t.Body
+		if body == nil {
+			body = []byte{} // the column is NOT NULL
+		}
+		if _, err := w.exec(`INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary)
+			VALUES (?, ?, ?, ?, ?, ?)`, seq, t.TargetURL, t.Method, headers, body, t.BodyBinary); err != nil {
+			return err
+		}
+		w.move("", store.Pending)
+		created = true
+		stored, err = w.taskBySeq(seq)
+		return err
+	}})
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
+	}
+	return stored, created, nil
+}
+
+// TaskGet returns one task of tenant.
+func (s *Store) TaskGet(ctx context.Context, tenant, id string) (*store.Task, error) {
+	st, err := s.read(ctx, taskSelect+` WHERE t.id = ? AND t.tenant = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get task: %w", err)
+	}
+	t, _, err := scanTask(st.QueryRowContext(ctx, id, tenant))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: task %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get task: %w", err)
+	}
+	return t, nil
+}
+
+// TaskList lists tasks newest first; the page token is the creation
+// sequence number of the last task on the page.
+func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Page) ([]*store.Task, string, error) {
+	var where []string
+	var args []any
+	if page.Token != "" {
+		after, err := pagetoken.DecodeInt("task", page.Token)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
+		}
+		where, args = append(where, "t.seq < ?"), append(args, after)
+	}
+	if f.Tenant != "" {
+		where, args = append(where, "t.tenant = ?"), append(args, f.Tenant)
+	}
+	if f.PolicyID != "" {
+		where, args = append(where, "t.policy_id = ?"), append(args, f.PolicyID)
+	}
+	if len(f.Statuses) > 0 {
+		in, err := statusList(f.Statuses)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
+		}
+		where = append(where, "t.status IN ("+in+")")
+	}
+	q := taskSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := store.PageLimit(page.Limit)
+	q += " ORDER BY t.seq DESC LIMIT ?"
+	st, err := s.read(ctx, q)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
+	}
+	defer rows.Close()
+	var items []*store.Task
+	var last int64
+	for rows.Next() {
+		if len(items) == limit {
+			return items, pagetoken.EncodeInt("task", last), rows.Close()
+		}
+		t, seq, err := scanTask(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
+		}
+		items, last = append(items, t), seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
+	}
+	return items, "", nil
+}
+
+// statusList renders statuses as SQL literals, sorted, so that the
+// dead-letter list matches the tasks_dead partial index word for word. The
+// values are checked against the known states first.
+func statusList(statuses []store.Status) (string, error) {
+	lits := make([]string, 0, len(statuses))
+	for _, st := range statuses {
+		if !known(st) {
+			return "", fmt.Errorf("status %q: %w", st, store.ErrInvalid)
+		}
+		lits = append(lits, "'"+string(st)+"'")
+	}
+	slices.Sort(lits)
+	return strings.Join(slices.Compact(lits), ", "), nil
+}
+
+func known(st store.Status) bool {
+	switch st {
+	case store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed, store.Cancelled:
+		return true
+	}
+	return false
+}
+
+// TaskTransition cancels or redrives a task; see store.Store.
+func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store.Task, error) {
+	var set string
+	switch tr.To {
+	case store.Cancelled:
+		set = `status = 'CANCELLED', finished_at = ?1, updated_at = ?1, version = version + 1`
+	case store.Pending:
+		set = `status = 'PENDING', attempt_number = 0, prev_delay_ns = 0, last_error = '', last_status = 0,
+			next_attempt_at = ?1, budget_start = ?1, finished_at = 0, lease_until = 0, updated_at = ?1,
+			version = version + 1`
+	default:
+		return nil, fmt.Errorf("sqlite: transition to %q: %w", tr.To, store.ErrInvalid)
+	}
+	now := tr.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var out *store.Task
+	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
+		var seq int64
+		var from store.Status
+		err := w.queryRow(`SELECT seq, status FROM tasks WHERE id = ? AND tenant = ?`, tr.TaskID, tr.Tenant).Scan(&seq, &from)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", tr.TaskID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(tr.From, from) {
+			return fmt.Errorf("task %s is %s: %w", tr.TaskID, from, store.ErrConflict)
+		}
+		if _, err := w.exec(`UPDATE tasks SET `+set+` WHERE seq = ?2`, ms(now), seq); err != nil {
+			return err
+		}
+		w.move(from, tr.To)
+		out, err = w.taskBySeq(seq)
+		return err
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: transition: %w", err)
+	}
+	return out, nil
+}
+
+func (w *wtx) queryRow(query string, args ...any) *sql.Row {
+	st, err := w.stmt(query)
+	if err != nil {
+		// Unprepared, the query fails the same way, and Row.Scan reports it.
+		return w.conn.QueryRowContext(context.Background(), query, args...)
+	}
+	return st.QueryRow(args...)
+}
+
+// taskBySeq reads a whole task inside the write transaction.
+func (w *wtx) taskBySeq(seq int64) (*store.Task, error) {
+	t, _, err := scanTask(w.queryRow(taskSelect+` WHERE t.seq = ?`, seq))
+	return t, err
+}

@@ -1,0 +1,241 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// maxBatchOps bounds how many write operations share one transaction, so
+// that no caller waits behind an unbounded batch.
+const maxBatchOps = 256
+
+// writeOp is one write method call waiting for the writer. A TaskFinish
+// call carries its items in finish instead of run, so that the writer can
+// merge every TaskFinish of a batch into one set of statements.
+type writeOp struct {
+	ctx    context.Context
+	run    func(*wtx) error
+	finish []store.Finish
+	errs   []error    // finish's per-item results
+	done   chan error // buffered: the writer never blocks on a caller
+}
+
+// wtx is the write connection and what the operation running on it has
+// changed in the task counts.
+type wtx struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+	delta map[store.Status]int64
+}
+
+// write queues run for the writer and waits for the commit that makes it
+// durable (or for run's error: its changes are then rolled back).
+func (s *Store) write(ctx context.Context, op *writeOp) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	op.ctx = ctx
+	op.done = make(chan error, 1)
+	select {
+	case s.ops <- op:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return store.ErrClosed
+	}
+	// Once taken, an operation is answered even if ctx ends meanwhile: its
+	// outcome is known soon, and the caller must not guess it.
+	return <-op.done
+}
+
+// writeLoop runs on its own goroutine until Close: it takes the waiting
+// operations, runs them in one transaction and answers them after COMMIT.
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	batch := make([]*writeOp, 0, maxBatchOps)
+	for {
+		select {
+		case op := <-s.ops:
+			batch = append(batch[:0], op)
+		case <-s.quit:
+			return
+		}
+	fill:
+		for len(batch) < maxBatchOps {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch runs ops in one transaction. Each op runs inside a savepoint
+// when it shares the transaction, so that its failure undoes only itself.
+func (s *Store) runBatch(ops []*writeOp) {
+	// units are what runs: each op with a run func, and all finishes as one.
+	var units []func(*wtx) error
+	var owners [][]*writeOp
+	finishAt := -1
+	var finishes []*writeOp
+	for _, op := range ops {
+		switch {
+		case op.ctx.Err() != nil:
+			op.done <- op.ctx.Err()
+		case op.run != nil:
+			units = append(units, op.run)
+			owners = append(owners, []*writeOp{op})
+		default:
+			if finishAt < 0 {
+				finishAt = len(units)
+				units = append(units, nil)
+				owners = append(owners, nil)
+			}
+			finishes = append(finishes, op)
+		}
+	}
+	if finishAt >= 0 {
+		units[finishAt] = func(w *wtx) error { return finishMerged(w, finishes) }
+		owners[finishAt] = finishes
+	}
+	if len(units) == 0 {
+		return
+	}
+	results := make([]error, len(units))
+	if _, err := s.w.exec("BEGIN IMMEDIATE"); err != nil {
+		answer(owners, results, fmt.Errorf("sqlite: begin: %w", err))
+		return
+	}
+	total := map[store.Status]int64{}
+	wrote := false
+	for i, unit := range units {
+		results[i] = s.w.savepoint(len(units) > 1, unit)
+		if results[i] == nil {
+			wrote = true
+			for st, d := range s.w.delta {
+				total[st] += d
+			}
+		}
+	}
+	var err error
+	if wrote {
+		err = s.w.applyCounts(total)
+	}
+	if err == nil && wrote {
+		if _, err = s.w.exec("COMMIT"); err != nil {
+			err = fmt.Errorf("sqlite: commit: %w", err)
+		}
+	}
+	if err != nil || !wrote {
+		_, _ = s.w.exec("ROLLBACK")
+	}
+	answer(owners, results, err)
+}
+
+// answer tells every op its unit's result, or err when the whole
+// transaction failed.
+func answer(owners [][]*writeOp, results []error, err error) {
+	for i, ops := range owners {
+		r := results[i]
+		if r == nil {
+			r = err
+		}
+		for _, op := range ops {
+			op.done <- r
+		}
+	}
+}
+
+// savepoint runs f, in a savepoint when nested, with a fresh count delta;
+// when f fails, what it wrote is rolled back.
+func (w *wtx) savepoint(nested bool, f func(*wtx) error) error {
+	clear(w.delta)
+	if w.delta == nil {
+		w.delta = map[store.Status]int64{}
+	}
+	if nested {
+		if _, err := w.exec("SAVEPOINT op"); err != nil {
+			return fmt.Errorf("sqlite: savepoint: %w", err)
+		}
+	}
+	err := f(w)
+	if nested {
+		if err != nil {
+			if _, rerr := w.exec("ROLLBACK TO op"); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if _, rerr := w.exec("RELEASE op"); rerr != nil && err == nil {
+			err = fmt.Errorf("sqlite: release savepoint: %w", rerr)
+		}
+	}
+	return err
+}
+
+// move counts a task leaving state from for state to.
+func (w *wtx) move(from, to store.Status) {
+	if from != "" {
+		w.delta[from]--
+	}
+	w.delta[to]++
+}
+
+func (w *wtx) applyCounts(total map[store.Status]int64) error {
+	for st, d := range total {
+		if d == 0 {
+			continue
+		}
+		if _, err := w.exec("UPDATE task_counts SET n = n + ? WHERE status = ?", d, string(st)); err != nil {
+			return fmt.Errorf("sqlite: task counts: %w", err)
+		}
+	}
+	return nil
+}
+
+// stmt returns query prepared on the write connection, preparing it once.
+func (w *wtx) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := w.conn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = st
+	return st, nil
+}
+
+// The writer's statements run without the caller's context: once an
+// operation has started it finishes, and a context with a Done channel
+// would cost the driver a goroutine per statement.
+
+func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.Exec(args...)
+}
+
+func (w *wtx) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.Query(args...)
+}
+
+func (w *wtx) close() error {
+	var errs []error
+	for _, st := range w.stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(append(errs, w.conn.Close())...)
+}
