@@ -114,7 +114,7 @@ func (s *healthServer) Watch(req *healthpb.HealthCheckRequest, stream grpc.Serve
 }
 
 // serve runs srv on lis until the test ends.
-func serve(t *testing.T, lis net.Listener, srv *healthServer, opts ...grpc.ServerOption) {
+func serve(t testing.TB, lis net.Listener, srv *healthServer, opts ...grpc.ServerOption) {
 	t.Helper()
 	gs := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(gs, srv)
@@ -123,7 +123,7 @@ func serve(t *testing.T, lis net.Listener, srv *healthServer, opts ...grpc.Serve
 }
 
 // listen returns a listener on a free loopback port.
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -37,13 +37,14 @@ func TestWatchBeforeFirstResponse(t *testing.T) {
 		wantAttempts int
 		wantReason   error
 		wantSleeps   []time.Duration
+		wantTrailer  []string // the stream's pushback trailer after a failure
 	}{
 		{name: "retried until a response", steps: []step{{code: codes.Unavailable}, {code: codes.ResourceExhausted}}, wantCode: codes.OK, wantAttempts: 3, wantSleeps: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}},
 		{name: "headers sent but not read", steps: []step{{code: codes.Unavailable, header: true}}, wantCode: codes.OK, wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Millisecond}},
 		{name: "not retryable", steps: []step{{code: codes.InvalidArgument}}, wantCode: codes.InvalidArgument, wantAttempts: 1, wantReason: retry.ErrNotRetryable},
 		{name: "attempts exhausted", steps: []step{{code: codes.Unavailable}, {code: codes.Unavailable}, {code: codes.Unavailable}}, wantCode: codes.Unavailable, wantAttempts: 3, wantReason: retry.ErrAttemptsExhausted, wantSleeps: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}},
 		{name: "pushback", steps: []step{{code: codes.Unavailable, pushback: []string{"300"}}}, wantCode: codes.OK, wantAttempts: 2, wantSleeps: []time.Duration{300 * time.Millisecond}},
-		{name: "negative pushback", steps: []step{{code: codes.Unavailable, pushback: []string{"-5"}}}, wantCode: codes.Unavailable, wantAttempts: 1, wantReason: retry.ErrNotRetryable},
+		{name: "negative pushback", steps: []step{{code: codes.Unavailable, pushback: []string{"-5"}}}, wantCode: codes.Unavailable, wantAttempts: 1, wantReason: retry.ErrNotRetryable, wantTrailer: []string{"-5"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +75,9 @@ func TestWatchBeforeFirstResponse(t *testing.T) {
 				}
 			}
 			if err != nil {
+				if got, want := stream.Trailer().Get(retrygrpc.PushbackTrailer), tt.wantTrailer; !slices.Equal(got, want) {
+					t.Errorf("Trailer()[%s] = %q, want %q", retrygrpc.PushbackTrailer, got, want)
+				}
 				return
 			}
 			if got, want := resp.GetStatus(), healthpb.HealthCheckResponse_SERVING; got != want {
