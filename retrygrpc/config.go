@@ -59,7 +59,7 @@ func (c *Config) retryable(code codes.Code) bool {
 	if code == codes.OK {
 		return false
 	}
-	if c.Codes == nil {
+	if c.Codes == nil { // DefaultCodes, without making the slice
 		return code == codes.Unavailable || code == codes.ResourceExhausted
 	}
 	return slices.Contains(c.Codes, code)
