@@ -1,0 +1,141 @@
+// Package api is retryd's HTTP API: retry policies, retry tasks, their
+// attempt logs and the dead-letter list, as DESIGN.md and openapi.yaml (in
+// this folder) describe them. New returns an http.Handler over a
+// store.Store; the daemon mounts it beside /metrics, /healthz and /readyz.
+//
+// Every handler returns an error and one type, *APIError, is rendered as
+// {"error": {"code", "message", "field"}} with its status. Request bodies are
+// strict: one JSON object, no unknown or repeated fields, no trailing data,
+// at most Config.MaxBodyBytes. Times are epoch milliseconds.
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultTenant owns everything when authentication is off (Config.Tokens nil).
+const DefaultTenant = "default"
+
+// Waker is told when a task becomes due at a new time: after it is created
+// and after a redrive, once the store has it. The scheduler's Wake has this
+// signature. Wake must not block for long; it is called on the request path.
+type Waker interface {
+	Wake(taskID string, at time.Time)
+}
+
+// Config configures New. Store is required; the zero value of every other
+// field is a working default.
+type Config struct {
+	Store store.Store
+	// Waker, when set, hears of every task that becomes due at a new time.
+	Waker Waker
+	// Tokens maps bearer tokens to tenants; nil turns authentication off and
+	// every request acts for DefaultTenant.
+	Tokens *Tokens
+	// Logger logs server-side failures (5xx) at Error and every request at
+	// Debug; nil discards.
+	Logger *slog.Logger
+	// MaxBodyBytes caps request bodies (413 past it); 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Now reads the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Route is one method and path pattern the handler serves, as written in
+// net/http.ServeMux patterns and in openapi.yaml ({name} for a path value).
+type Route struct {
+	Method string
+	Path   string
+}
+
+// handlerFunc handles one request for one authenticated tenant. It writes
+// the response on success and returns an error (an *APIError, or anything,
+// which becomes a 500) otherwise, leaving the response unwritten.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, tenant string) error
+
+type route struct {
+	Route
+	handle handlerFunc
+}
+
+// routeTable is the one list of routes: New serves it and Routes reports it.
+// s may be nil when only the Route halves are wanted.
+func (s *server) routeTable() []route {
+	return []route{
+		{Route{http.MethodPost, "/retry-policies"}, s.policyPut},
+		{Route{http.MethodGet, "/retry-policies"}, s.policyList},
+		{Route{http.MethodGet, "/retry-policies/{policyId}"}, s.policyGet},
+		{Route{http.MethodPost, "/retry-tasks"}, s.taskCreate},
+		{Route{http.MethodGet, "/retry-tasks"}, s.taskList},
+		{Route{http.MethodGet, "/retry-tasks/{taskId}"}, s.taskGet},
+		{Route{http.MethodDelete, "/retry-tasks/{taskId}"}, s.taskCancel},
+		{Route{http.MethodGet, "/retry-tasks/{taskId}/attempts"}, s.attemptList},
+		{Route{http.MethodPost, "/retry-tasks/{taskId}/redrive"}, s.taskRedrive},
+		{Route{http.MethodGet, "/dead-letters"}, s.deadLetterList},
+	}
+}
+
+// Routes returns the routes New's handler serves, in a new slice. (GET
+// routes also answer HEAD, as net/http.ServeMux does.)
+func Routes() []Route {
+	var s *server
+	table := s.routeTable()
+	out := make([]Route, len(table))
+	for i, r := range table {
+		out[i] = r.Route
+	}
+	return out
+}
+
+type server struct {
+	store   store.Store
+	waker   Waker
+	tokens  *Tokens
+	log     *slog.Logger
+	maxBody int64
+	now     func() time.Time
+	mux     *http.ServeMux
+}
+
+// New returns the API's handler. It is safe for concurrent use; it keeps no
+// state of its own beyond cfg, so several may share one Store.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("api: Config.Store is required")
+	}
+	if cfg.MaxBodyBytes < 0 {
+		return nil, errors.New("api: Config.MaxBodyBytes must not be negative")
+	}
+	s := &server{
+		store: cfg.Store, waker: cfg.Waker, tokens: cfg.Tokens, log: cfg.Logger,
+		maxBody: cfg.MaxBodyBytes, now: cfg.Now, mux: http.NewServeMux(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, rt := range s.routeTable() {
+		s.mux.Handle(rt.Method+" "+rt.Path, s.endpoint(rt.handle))
+	}
+	return s, nil
+}
+
+func (s *server) wake(id string, at time.Time) {
+	if s.waker != nil {
+		s.waker.Wake(id, at)
+	}
+}

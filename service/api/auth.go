@@ -1,0 +1,143 @@
+package api
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// MinTokenLength is the shortest bearer token a Tokens accepts, in bytes.
+const MinTokenLength = 16
+
+// Tokens maps bearer tokens to tenants. It is immutable once built and safe
+// for concurrent use. Lookups compare digests in constant time and always
+// look at every entry, so the time taken says nothing about which token
+// (or how much of one) matched.
+type Tokens struct {
+	entries []tokenEntry
+}
+
+type tokenEntry struct {
+	digest [sha256.Size]byte
+	tenant string
+}
+
+// NewTokens builds a Tokens from token → tenant. Each token must be at least
+// MinTokenLength bytes of visible ASCII and each tenant a valid name
+// (letters, digits, '.', '_', '-'; 1 to 64 of them). An empty map is an
+// error: to turn authentication off, pass no Tokens at all.
+func NewTokens(tokenTenant map[string]string) (*Tokens, error) {
+	if len(tokenTenant) == 0 {
+		return nil, errors.New("api: no tokens")
+	}
+	t := &Tokens{}
+	for token, tenant := range tokenTenant {
+		if err := checkToken(token, tenant); err != nil {
+			return nil, err
+		}
+		t.entries = append(t.entries, tokenEntry{sha256.Sum256([]byte(token)), tenant})
+	}
+	return t, nil
+}
+
+func checkToken(token, tenant string) error {
+	if len(token) < MinTokenLength {
+		return fmt.Errorf("api: a token of tenant %q is shorter than %d bytes", tenant, MinTokenLength)
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] <= ' ' || token[i] >= 0x7f {
+			return fmt.Errorf("api: a token of tenant %q has a byte that is not visible ASCII", tenant)
+		}
+	}
+	if !validName(tenant, 64) {
+		return fmt.Errorf("api: tenant %q: want 1 to 64 letters, digits, '.', '_' or '-'", tenant)
+	}
+	return nil
+}
+
+// ParseTokens reads a tokens file: one "TOKEN TENANT" pair per line,
+// separated by spaces or tabs; blank lines and lines starting with '#' are
+// skipped. A tenant may have several tokens (to rotate them); a token may
+// appear only once.
+func ParseTokens(r io.Reader) (*Tokens, error) {
+	m := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("api: tokens line %d: want \"TOKEN TENANT\", got %d fields", n, len(f))
+		}
+		if _, dup := m[f[0]]; dup {
+			return nil, fmt.Errorf("api: tokens line %d: token repeated", n)
+		}
+		if err := checkToken(f[0], f[1]); err != nil {
+			return nil, fmt.Errorf("tokens line %d: %w", n, err)
+		}
+		m[f[0]] = f[1]
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("api: reading tokens: %w", err)
+	}
+	return NewTokens(m)
+}
+
+// LoadTokens reads the tokens file at path (see ParseTokens); retryd's
+// --tokens-file.
+func LoadTokens(path string) (*Tokens, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	defer f.Close()
+	return ParseTokens(f)
+}
+
+// Tenant returns the tenant that owns token, and whether there is one. A nil
+// Tokens knows no token.
+func (t *Tokens) Tenant(token string) (tenant string, ok bool) {
+	if t == nil {
+		return "", false
+	}
+	d := sha256.Sum256([]byte(token))
+	for _, e := range t.entries {
+		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {
+			tenant, ok = e.tenant, true
+		}
+	}
+	return tenant, ok
+}
+
+// Len returns the number of tokens; 0 for a nil Tokens.
+func (t *Tokens) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.entries)
+}
+
+// authenticate returns the tenant a request acts for.
+func (s *server) authenticate(r *http.Request) (string, error) {
+	if s.tokens == nil {
+		return DefaultTenant, nil
+	}
+	h := r.Header.Get("Authorization")
+	scheme, token, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", errorf(http.StatusUnauthorized, CodeUnauthorized, "", "want an Authorization: Bearer token")
+	}
+	tenant, ok := s.tokens.Tenant(strings.TrimSpace(token))
+	if !ok {
+		return "", errorf(http.StatusUnauthorized, CodeUnauthorized, "", "unknown bearer token")
+	}
+	return tenant, nil
+}

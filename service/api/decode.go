@@ -1,0 +1,185 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// readBody reads a request body of at most s.maxBody bytes. A Content-Type,
+// when sent, must be application/json.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "", "want Content-Type application/json, got %q", ct)
+		}
+	}
+	tooLarge := errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "", "request body is over %d bytes", s.maxBody)
+	if r.ContentLength > s.maxBody {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge
+		}
+		return nil, invalid("", "reading the request body: %v", err)
+	}
+	return data, nil
+}
+
+// parseObject parses data as exactly one JSON object and returns its
+// members. Beyond what encoding/json checks, it refuses invalid UTF-8 (which
+// encoding/json would silently replace), a repeated key in any object (which
+// it would silently resolve to the last) and anything after the object.
+func parseObject(data []byte) (map[string]json.RawMessage, error) {
+	if !utf8.Valid(data) {
+		return nil, invalid("", "request body is not valid UTF-8")
+	}
+	if err := checkStrict(data); err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, invalid("", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return m, nil
+}
+
+// checkStrict walks data's tokens: one object, no repeated keys, nothing after.
+func checkStrict(data []byte) error {
+	type frame struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*frame
+	started := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF && started && len(stack) == 0 {
+			return nil
+		}
+		if err != nil {
+			if err == io.EOF {
+				return invalid("", "request body is empty or cut short: want one JSON object")
+			}
+			return invalid("", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		switch {
+		case !started:
+			if tok != json.Delim('{') {
+				return invalid("", "request body must be a JSON object")
+			}
+			started = true
+			stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+			continue
+		case len(stack) == 0:
+			return invalid("", "unexpected data after the JSON object")
+		}
+		top := stack[len(stack)-1]
+		if top.wantKey {
+			if tok == json.Delim('}') {
+				stack = stack[:len(stack)-1]
+			} else {
+				key := tok.(string) // the decoder allows only a string here
+				if top.keys[key] {
+					return invalid(key, "field %q appears more than once", key)
+				}
+				top.keys[key], top.wantKey = true, false
+				continue
+			}
+		} else {
+			switch tok {
+			case json.Delim('{'):
+				stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+				continue
+			case json.Delim('['):
+				stack = append(stack, &frame{})
+				continue
+			case json.Delim(']'):
+				stack = stack[:len(stack)-1]
+			}
+		}
+		// A value just ended: the object holding it wants its next key.
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+}
+
+// fields reads the members of a request object, collecting a problem per
+// bad field instead of stopping at the first.
+type fields struct {
+	m        map[string]json.RawMessage
+	problems []FieldProblem
+}
+
+func (f *fields) bad(field, msg string) { f.problems = append(f.problems, FieldProblem{field, msg}) }
+
+// raw returns a member, treating null as absent.
+func (f *fields) raw(name string) (json.RawMessage, bool) {
+	r, ok := f.m[name]
+	if !ok || string(r) == "null" {
+		return nil, false
+	}
+	return r, true
+}
+
+// str decodes a string member; present reports whether it was there.
+func (f *fields) str(name string) (v string, present bool) {
+	r, ok := f.raw(name)
+	if !ok {
+		return "", false
+	}
+	if err := json.Unmarshal(r, &v); err != nil {
+		f.bad(name, "must be a string")
+	}
+	return v, true
+}
+
+// check decodes a string member and records why(value) as its problem when
+// not "". ok is false when the member is absent, not a string or rejected.
+func (f *fields) check(name string, required bool, why func(string) string) (v string, ok bool) {
+	n := len(f.problems)
+	v, present := f.str(name)
+	switch {
+	case !present:
+		if required {
+			f.bad(name, "is required")
+		}
+		return "", false
+	case len(f.problems) > n:
+		return "", false
+	}
+	if w := why(v); w != "" {
+		f.bad(name, w)
+		return "", false
+	}
+	return v, true
+}
+
+// unknown reports every member not in known.
+func (f *fields) unknown(known ...string) {
+	for _, name := range slices.Sorted(maps.Keys(f.m)) {
+		if !slices.Contains(known, name) {
+			f.bad(name, "unknown field")
+		}
+	}
+}
+
+// err returns the problems as one 400, or nil.
+func (f *fields) err() error {
+	if len(f.problems) == 0 {
+		return nil
+	}
+	return fieldsError(f.problems)
+}

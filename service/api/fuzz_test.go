@@ -1,0 +1,102 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/store"
+)
+
+// fuzzBody sends body to path through the real handler over a real store
+// and checks the answer: never a 5xx, always JSON, an error always in the
+// API's shape, and a refused request leaves nothing behind.
+func fuzzBody(f *testing.F, path string, seeds []string, count func(t *testing.T, st store.Store) int64) {
+	e := setup(f, options{maxBody: 4096})
+	h, err := api.New(api.Config{Store: e.store, MaxBodyBytes: 4096})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, _, err := e.store.PolicyPut(context.Background(), &store.Policy{Tenant: api.DefaultTenant, ID: "p", Spec: []byte(`{"maxAttempts":3}`)}); err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		before := count(t, e.store)
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+
+		if rec.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("Content-Type %q for %q", ct, body)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+			t.Fatalf("answer %q to %q is not a JSON object: %v", rec.Body, body, err)
+		}
+		if rec.Code >= 400 {
+			var ae struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if json.Unmarshal(rec.Body.Bytes(), &ae) != nil || len(m) != 1 || ae.Error.Code == "" || ae.Error.Message == "" {
+				t.Fatalf("error answer %q to %q is not the API's error shape", rec.Body, body)
+			}
+			if after := count(t, e.store); after != before {
+				t.Fatalf("refused %q, yet the store went from %d to %d records", body, before, after)
+			}
+		}
+	})
+}
+
+func FuzzTaskCreate(f *testing.F) {
+	seeds := []string{
+		`{"targetUrl":"http://example.com/","policyId":"p"}`,
+		`{"targetUrl":"https://example.com/a?b=c","method":"put","headers":{"X-A":"1"},"body":"x","policyId":"p","idempotencyKey":"k"}`,
+		`{"targetUrl":"http://h/","policyId":"p","bodyBase64":"AAEC"}`,
+		`{"targetUrl":"http://h/","policyId":"p","headers":{"X":"a\r\nb"}}`,
+		`{"targetUrl":"http://h/","policyId":"p","headers":{"X":"1","X":"2"}}`,
+		`{"targetUrl":"ftp://h/","policyId":"nope","method":"GE T"}`,
+		`{"targetUrl":null,"policyId":"p","body":"a","bodyBase64":"YQ=="}`,
+		`{} {}`, `[]`, `null`, ``, `{"a":[{"b":{}}]}`, "{\"body\":\"\xff\"}",
+	}
+	fuzzBody(f, "/retry-tasks", seeds, func(t *testing.T, st store.Store) int64 {
+		counts, err := st.TaskCounts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, c := range counts {
+			n += c
+		}
+		return n
+	})
+}
+
+func FuzzPolicyPut(f *testing.F) {
+	seeds := []string{
+		`{"policyId":"a"}`,
+		`{"policyId":"b","backoff":"LINEAR","initialDelayMs":10,"incrementMs":5,"maxDelayMs":100,"maxAttempts":4}`,
+		`{"policyId":"c","backoff":"FIXED","jitterType":"DECORRELATED","initialDelayMs":0}`,
+		`{"policyId":"d","jitterType":"PROPORTIONAL","jitterFactor":1.5,"retryableStatusCodes":[99,600]}`,
+		`{"policyId":"e","multiplier":1e308,"maxDelayMs":1e300,"totalBudgetMs":9223372036854775807}`,
+		`{"policyId":"a","maxAttempts":7}`,
+		`{"policyId":"","maxAttempts":-1}`, `{"policyId":["x"]}`, `{"policyId":"x","policyId":"y"}`,
+	}
+	fuzzBody(f, "/retry-policies", seeds, func(t *testing.T, st store.Store) int64 {
+		items, _, err := st.PolicyList(context.Background(), api.DefaultTenant, store.Page{Limit: store.MaxPageLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(len(items))
+	})
+}
+

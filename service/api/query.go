@@ -1,0 +1,73 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// MaxPageSize is the largest limit a list accepts.
+const MaxPageSize = 1000
+
+// query is a list's checked query string.
+type query struct {
+	page     store.Page
+	statuses []store.Status
+	policyID string
+}
+
+// parseQuery reads a list's query string. Parameters not in allowed, repeated
+// ones (but status) and bad values are 400s naming the parameter: a typo
+// should not silently list everything.
+func parseQuery(r *http.Request, allowed ...string) (query, error) {
+	var q query
+	values := r.URL.Query()
+	for name, vs := range values {
+		if !slices.Contains(allowed, name) {
+			return q, invalid(name, "unknown query parameter")
+		}
+		if len(vs) > 1 && name != "status" {
+			return q, invalid(name, "given more than once")
+		}
+	}
+	q.page.Token = values.Get("pageToken")
+	if s := values.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxPageSize {
+			return q, invalid("limit", "must be a whole number from 1 to %d", MaxPageSize)
+		}
+		q.page.Limit = n
+	}
+	for _, v := range values["status"] {
+		for s := range strings.SplitSeq(v, ",") {
+			switch st := store.Status(strings.ToUpper(strings.TrimSpace(s))); st {
+			case store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed, store.Cancelled:
+				if !slices.Contains(q.statuses, st) {
+					q.statuses = append(q.statuses, st)
+				}
+			default:
+				return q, invalid("status", "%q is not a task status (PENDING, IN_FLIGHT, SUCCEEDED, EXHAUSTED, FAILED, CANCELLED)", s)
+			}
+		}
+	}
+	if id := values.Get("policyId"); id != "" {
+		if why := checkPolicyID(id); why != "" {
+			return q, invalid("policyId", "%s", why)
+		}
+		q.policyID = id
+	}
+	return q, nil
+}
+
+// listError maps a list's store failure: a page token the store did not
+// issue is the client's mistake.
+func listError(err error, q query) error {
+	if errors.Is(err, store.ErrInvalid) && q.page.Token != "" {
+		return invalid("pageToken", "is not a page token this list gave out")
+	}
+	return storeError(err, "list")
+}

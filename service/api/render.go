@@ -1,0 +1,85 @@
+package api
+
+import (
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// list is the shape of every list: items, and the token of the next page,
+// absent on the last.
+type list[T any] struct {
+	Items         []T    `json:"items"`
+	NextPageToken string `json:"nextPageToken,omitempty"`
+}
+
+// task is a RetryTask as the API renders it. Times are epoch milliseconds.
+type task struct {
+	TaskID             string            `json:"taskId"`
+	IdempotencyKey     string            `json:"idempotencyKey"`
+	TargetURL          string            `json:"targetUrl"`
+	Method             string            `json:"method"`
+	Headers            map[string]string `json:"headers"`
+	Body               *string           `json:"body,omitempty"`
+	BodyBase64         []byte            `json:"bodyBase64,omitempty"`
+	PolicyID           string            `json:"policyId"`
+	Status             store.Status      `json:"status"`
+	AttemptNumber      int               `json:"attemptNumber"`
+	NextAttemptAt      *int64            `json:"nextAttemptAt,omitempty"`
+	CreatedAt          int64             `json:"createdAt"`
+	UpdatedAt          int64             `json:"updatedAt"`
+	FinishedAt         *int64            `json:"finishedAt,omitempty"`
+	LastError          string            `json:"lastError,omitempty"`
+	LastResponseStatus int               `json:"lastResponseStatus,omitempty"`
+}
+
+// taskJSON renders t. A terminal task has no next attempt, so it has no
+// nextAttemptAt; an empty body is neither body nor bodyBase64.
+func taskJSON(t *store.Task) *task {
+	out := &task{
+		TaskID: t.ID, IdempotencyKey: t.IdempotencyKey, TargetURL: t.TargetURL, Method: t.Method,
+		Headers: t.Headers, PolicyID: t.PolicyID, Status: t.Status, AttemptNumber: t.AttemptNumber,
+		CreatedAt: t.CreatedAt.UnixMilli(), UpdatedAt: t.UpdatedAt.UnixMilli(),
+		FinishedAt: optMillis(t.FinishedAt), LastError: t.LastError, LastResponseStatus: t.LastStatus,
+	}
+	if out.Headers == nil {
+		out.Headers = map[string]string{}
+	}
+	if t.BodyBinary {
+		out.BodyBase64 = t.Body
+	} else if len(t.Body) > 0 {
+		body := string(t.Body)
+		out.Body = &body
+	}
+	if !t.Status.Terminal() {
+		out.NextAttemptAt = optMillis(t.NextAttemptAt)
+	}
+	return out
+}
+
+func optMillis(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	ms := t.UnixMilli()
+	return &ms
+}
+
+// attempt is an AttemptLog entry as the API renders it.
+type attempt struct {
+	TaskID         string `json:"taskId"`
+	AttemptNumber  int    `json:"attemptNumber"`
+	StartedAt      int64  `json:"startedAt"`
+	DurationMs     int64  `json:"durationMs"`
+	ResponseStatus int    `json:"responseStatus"`
+	ErrorMessage   string `json:"errorMessage,omitempty"`
+	ResponseBody   string `json:"responseBody,omitempty"`
+}
+
+func attemptJSON(a *store.Attempt) attempt {
+	return attempt{
+		TaskID: a.TaskID, AttemptNumber: a.AttemptNumber, StartedAt: a.StartedAt.UnixMilli(),
+		DurationMs: a.Duration.Milliseconds(), ResponseStatus: a.ResponseStatus,
+		ErrorMessage: a.ErrorMessage, ResponseBody: a.ResponseBody,
+	}
+}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// ServeHTTP routes r. The mux's own 404 and 405 answers are plain text, so
+// they are found first (an empty pattern) and answered in the JSON shape,
+// keeping the Allow header the mux sets.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("api: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+			if sw.status == 0 {
+				s.writeError(sw, r, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+			}
+		}
+		s.log.Debug("api: request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", s.now().Sub(start))
+	}()
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.writeError(sw, r, s.unrouted(r))
+		return
+	}
+	s.mux.ServeHTTP(sw, r)
+}
+
+// unrouted tells a 405 (the path exists for other methods) from a 404.
+func (s *server) unrouted(r *http.Request) *APIError {
+	h, _ := s.mux.Handler(r)
+	probe := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		e := errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", "%s is not allowed here; allowed: %s", r.Method, probe.header.Get("Allow"))
+		e.allow = probe.header.Get("Allow")
+		return e
+	}
+	return errorf(http.StatusNotFound, CodeNotFound, "", "no route for %s %s", r.Method, r.URL.Path)
+}
+
+// endpoint authenticates the request and runs h, rendering its error.
+func (s *server) endpoint(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, err := s.authenticate(r)
+		if err == nil {
+			err = h(w, r, tenant)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *APIError
+	if !errors.As(err, &e) {
+		e = &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}
+	}
+	if e.Status >= 500 {
+		s.log.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "err", e.cause)
+	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="retryd"`)
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", e.allow)
+	}
+	s.writeJSON(w, e.Status, struct {
+		Error *APIError `json:"error"`
+	}{e})
+}
+
+// writeJSON answers v with status. v is always one of this package's own
+// types, so a failure to encode is a bug, logged.
+func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("api: encoding a response", "err", err)
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusWriter remembers the status written, for the request log and so a
+// panic after the header went out does not write a second one.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// headerRecorder catches what the mux's built-in error handlers write.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
+
+var _ http.Handler = (*server)(nil)

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+	"github.com/retrykit/retry/service/store"
+)
+
+// taskID returns the path's task ID; one that is no UUID names no task.
+func taskID(r *http.Request) (string, error) {
+	id := r.PathValue("taskId")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return "", errorf(http.StatusNotFound, CodeNotFound, "", "task not found")
+	}
+	return id, nil
+}
+
+func (s *server) taskGet(w http.ResponseWriter, r *http.Request, tenant string) error {
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.store.TaskGet(r.Context(), tenant, id)
+	if err != nil {
+		return storeError(err, "task")
+	}
+	s.writeJSON(w, http.StatusOK, taskJSON(t))
+	return nil
+}
+
+func (s *server) taskList(w http.ResponseWriter, r *http.Request, tenant string) error {
+	q, err := parseQuery(r, "status", "policyId", "pageToken", "limit")
+	if err != nil {
+		return err
+	}
+	return s.writeTasks(w, r, store.TaskFilter{Tenant: tenant, Statuses: q.statuses, PolicyID: q.policyID}, q)
+}
+
+func (s *server) deadLetterList(w http.ResponseWriter, r *http.Request, tenant string) error {
+	q, err := parseQuery(r, "policyId", "pageToken", "limit")
+	if err != nil {
+		return err
+	}
+	f := store.TaskFilter{Tenant: tenant, Statuses: []store.Status{store.Exhausted, store.Failed}, PolicyID: q.policyID}
+	return s.writeTasks(w, r, f, q)
+}
+
+func (s *server) writeTasks(w http.ResponseWriter, r *http.Request, f store.TaskFilter, q query) error {
+	items, next, err := s.store.TaskList(r.Context(), f, q.page)
+	if err != nil {
+		return listError(err, q)
+	}
+	out := list[*task]{Items: make([]*task, len(items)), NextPageToken: next}
+	for i, t := range items {
+		out.Items[i] = taskJSON(t)
+	}
+	s.writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *server) attemptList(w http.ResponseWriter, r *http.Request, tenant string) error {
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	q, err := parseQuery(r, "pageToken", "limit")
+	if err != nil {
+		return err
+	}
+	items, next, err := s.store.AttemptList(r.Context(), tenant, id, q.page)
+	if errors.Is(err, store.ErrNotFound) {
+		return storeError(err, "task")
+	}
+	if err != nil {
+		return listError(err, q)
+	}
+	out := list[attempt]{Items: make([]attempt, len(items)), NextPageToken: next}
+	for i, a := range items {
+		out.Items[i] = attemptJSON(a)
+	}
+	s.writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// taskCancel cancels a PENDING task. Any other state is a 409 that says
+// which state the task is in: an IN_FLIGHT attempt cannot be called back,
+// and a finished task has nothing left to cancel.
+func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, tenant string) error {
+	return s.transition(w, r, tenant, []store.Status{store.Pending}, store.Cancelled,
+		"only a PENDING task can be cancelled")
+}
+
+// taskRedrive turns a dead letter (EXHAUSTED or FAILED) back into a PENDING
+// task, due now, with its attempt count and time budget starting afresh and
+// its idempotency key unchanged.
+func (s *server) taskRedrive(w http.ResponseWriter, r *http.Request, tenant string) error {
+	return s.transition(w, r, tenant, []store.Status{store.Exhausted, store.Failed}, store.Pending,
+		"only an EXHAUSTED or FAILED task can be redriven")
+}
+
+func (s *server) transition(w http.ResponseWriter, r *http.Request, tenant string, from []store.Status, to store.Status, rule string) error {
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	t, err := s.store.TaskTransition(ctx, store.Transition{Tenant: tenant, TaskID: id, From: from, To: to, Now: s.now()})
+	if errors.Is(err, store.ErrConflict) {
+		if cur, gerr := s.store.TaskGet(ctx, tenant, id); gerr == nil {
+			return errorf(http.StatusConflict, CodeConflict, "", "task is %s: %s", cur.Status, rule)
+		}
+		return errorf(http.StatusConflict, CodeConflict, "", "%s", rule)
+	}
+	if err != nil {
+		return storeError(err, "task")
+	}
+	if to == store.Pending {
+		s.wake(t.ID, t.NextAttemptAt)
+	}
+	s.writeJSON(w, http.StatusOK, taskJSON(t))
+	return nil
+}

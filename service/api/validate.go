@@ -1,0 +1,159 @@
+package api
+
+import (
+	"fmt"
+	"net/textproto"
+	"net/url"
+	"strings"
+)
+
+// Limits on what a task may carry. They keep one task's row, and the request
+// the dispatcher sends, of a sane size.
+const (
+	MaxURLLength         = 8192
+	MaxHeaders           = 64
+	MaxHeaderNameLength  = 256
+	MaxHeaderValueLength = 8192
+	MaxIdempotencyKey    = 255
+	MaxPolicyIDLength    = 128
+)
+
+// allowedMethods lists the HTTP methods a task may use.
+const allowedMethods = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
+
+// reservedHeader says why a task may not set the (canonical) header, or "".
+// The dispatcher's HTTP client sets some; others belong to one connection.
+// Idempotency-Key is the task's idempotencyKey field, sent on every attempt.
+func reservedHeader(canon string) string {
+	switch canon {
+	case "Idempotency-Key":
+		return "Idempotency-Key is set by the service from the task's idempotencyKey field; set that instead"
+	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive",
+		"Proxy-Connection", "Te", "Trailer", "Upgrade":
+		return canon + " is managed by the service's HTTP client and may not be set"
+	}
+	return ""
+}
+
+// validName reports whether s is 1 to max letters, digits, '.', '_' or '-'.
+// Policy IDs and tenants are such names, safe in a URL path and in logs.
+func validName(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkPolicyID(id string) string {
+	if !validName(id, MaxPolicyIDLength) {
+		return fmt.Sprintf("must be 1 to %d letters, digits, '.', '_' or '-'", MaxPolicyIDLength)
+	}
+	return ""
+}
+
+// checkTargetURL returns why u cannot be a task's target, or "".
+func checkTargetURL(u string) string {
+	if u == "" {
+		return "is required"
+	}
+	if len(u) > MaxURLLength {
+		return fmt.Sprintf("must be at most %d bytes", MaxURLLength)
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "is not a URL: " + strings.TrimPrefix(err.Error(), fmt.Sprintf("parse %q: ", u))
+	}
+	if s := strings.ToLower(p.Scheme); s != "http" && s != "https" {
+		return "must be an http or https URL"
+	}
+	if p.Opaque != "" || p.Hostname() == "" {
+		return "must name a host (http://host/...)"
+	}
+	return ""
+}
+
+// checkMethod returns the method in upper case, or why it is not allowed.
+func checkMethod(m string) (string, string) {
+	if !isToken(m) {
+		return "", "is not an HTTP method token"
+	}
+	switch up := strings.ToUpper(m); up {
+	case "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS":
+		return up, ""
+	}
+	return "", "must be one of " + allowedMethods
+}
+
+// checkHeaders returns the headers with canonical names, or why not.
+func checkHeaders(h map[string]string) (map[string]string, string) {
+	if len(h) > MaxHeaders {
+		return nil, fmt.Sprintf("at most %d headers", MaxHeaders)
+	}
+	out := make(map[string]string, len(h))
+	for name, value := range h {
+		if len(name) > MaxHeaderNameLength || !isToken(name) {
+			return nil, fmt.Sprintf("%q is not a valid header name", name)
+		}
+		canon := textproto.CanonicalMIMEHeaderKey(name)
+		if why := reservedHeader(canon); why != "" {
+			return nil, why
+		}
+		if _, dup := out[canon]; dup {
+			return nil, fmt.Sprintf("%q is given twice (header names are case-insensitive)", canon)
+		}
+		if len(value) > MaxHeaderValueLength {
+			return nil, fmt.Sprintf("the value of %s is over %d bytes", canon, MaxHeaderValueLength)
+		}
+		if !isFieldValue(value) {
+			return nil, fmt.Sprintf("the value of %s has a control character (CR, LF, NUL, …)", canon)
+		}
+		out[canon] = value
+	}
+	return out, ""
+}
+
+// checkKey returns why k cannot be an idempotency key, or "". A key is sent
+// as a header value on every attempt, so it is visible ASCII.
+func checkKey(k string) string {
+	if k == "" || len(k) > MaxIdempotencyKey {
+		return fmt.Sprintf("must be 1 to %d bytes", MaxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] <= ' ' || k[i] >= 0x7f {
+			return "must be visible ASCII (no spaces or control characters)"
+		}
+	}
+	return ""
+}
+
+// isToken reports whether s is an RFC 9110 token: the grammar of methods
+// and header names.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// isFieldValue reports whether s may be a header value: no control
+// characters but horizontal tab.
+func isFieldValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
