@@ -99,4 +99,3 @@ func FuzzPolicyPut(f *testing.F) {
 		return int64(len(items))
 	})
 }
-
