@@ -83,7 +83,11 @@ func (r *run) succeeded() {
 func (r *run) failed(ctx context.Context, err error) error {
 	p := r.p
 	r.attempt++
-	if ctx.Err() != nil {
+	deadline, hasDeadline := ctx.Deadline()
+	if ctx.Err() != nil || hasDeadline && !time.Now().Before(deadline) {
+		// A deadline that has passed is the caller's even before the
+		// context's own timer has fired and set ctx.Err: the error the
+		// operation saw may have come from a server that noticed first.
 		return r.stop(ctx, ErrCancelled, err)
 	}
 	if p.decide(err) != Retry {
@@ -116,7 +120,8 @@ func (r *run) failed(ctx context.Context, err error) error {
 		}
 		r.callStart = now.Add(delay)
 	}
-	if deadline, ok := ctx.Deadline(); ok && r.clock().Now().Add(wait).After(deadline) {
+	// Context deadlines are on the real clock, whatever clock the policy has.
+	if hasDeadline && time.Now().Add(wait).After(deadline) {
 		return r.stop(ctx, ErrBudgetExhausted, err)
 	}
 	if p.Quota != nil && !p.Quota.TryTake() {
@@ -137,6 +142,9 @@ func (r *run) stop(ctx context.Context, reason error, err error) error {
 	level := slog.LevelWarn
 	if reason == ErrCancelled {
 		e.Cause = context.Cause(ctx)
+		if e.Cause == nil { // the deadline passed, the timer has yet to fire
+			e.Cause = context.DeadlineExceeded
+		}
 		level = slog.LevelInfo
 	}
 	r.log(ctx, level, "giving up: "+reason.Error(), err)

@@ -384,3 +384,22 @@ func TestStringers(t *testing.T) {
 		t.Errorf("Decision strings = %s", got)
 	}
 }
+
+// lateTimerContext has a deadline that has passed but, like a context whose
+// timer has not fired yet, reports no error.
+type lateTimerContext struct{ context.Context }
+
+func (lateTimerContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestPassedDeadlineIsTheCallers: a server can notice the caller's deadline
+// before the caller's own timer fires; the DEADLINE_EXCEEDED it answers is
+// still the caller's and is not retried.
+func TestPassedDeadlineIsTheCallers(t *testing.T) {
+	t.Parallel()
+	p, clock := setup(t, retry.Policy{MaxAttempts: 5, Classifier: retry.Transient()})
+	op, calls := failing(5, context.DeadlineExceeded)
+	err := retry.Do(lateTimerContext{context.Background()}, p, op)
+	if !errors.Is(err, retry.ErrCancelled) || *calls != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("Do = %v after %d calls, want ErrCancelled after 1", err, *calls)
+	}
+}
