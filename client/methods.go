@@ -1,0 +1,119 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// PutPolicy registers p. created is true when it is new, false when p.ID
+// was registered with the same settings already; other settings are an
+// *Error matching ErrConflict (policies are immutable).
+func (c *Client) PutPolicy(ctx context.Context, p Policy) (stored *Policy, created bool, err error) {
+	stored = new(Policy)
+	status, err := c.do(ctx, http.MethodPost, "/retry-policies", nil, p, stored)
+	if err != nil {
+		return nil, false, err
+	}
+	return stored, status == http.StatusCreated, nil
+}
+
+// GetPolicy returns one policy.
+func (c *Client) GetPolicy(ctx context.Context, id string) (*Policy, error) {
+	p := new(Policy)
+	if _, err := c.do(ctx, http.MethodGet, "/retry-policies/"+url.PathEscape(id), nil, nil, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ListPolicies returns a page of policies, by ID.
+func (c *Client) ListPolicies(ctx context.Context, o ListOptions) (*Page[Policy], error) {
+	page := new(Page[Policy])
+	if _, err := c.do(ctx, http.MethodGet, "/retry-policies", listQuery(o), nil, page); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// CreateTask submits a task. created is false when the request repeats an
+// earlier one with the same IdempotencyKey: the task returned is that one.
+// The same key with a different request is an *Error matching ErrConflict.
+func (c *Client) CreateTask(ctx context.Context, r TaskRequest) (t *Task, created bool, err error) {
+	t = new(Task)
+	status, err := c.do(ctx, http.MethodPost, "/retry-tasks", nil, r, t)
+	if err != nil {
+		return nil, false, err
+	}
+	return t, status == http.StatusCreated, nil
+}
+
+// GetTask returns one task.
+func (c *Client) GetTask(ctx context.Context, id string) (*Task, error) {
+	return c.task(ctx, http.MethodGet, taskPath(id, ""))
+}
+
+// CancelTask cancels a PENDING task and returns it; a task in another state
+// is an *Error matching ErrConflict.
+func (c *Client) CancelTask(ctx context.Context, id string) (*Task, error) {
+	return c.task(ctx, http.MethodDelete, taskPath(id, ""))
+}
+
+// RedriveTask runs an EXHAUSTED or FAILED task again, with fresh attempts
+// and the same idempotency key, and returns it; a task in another state is
+// an *Error matching ErrConflict.
+func (c *Client) RedriveTask(ctx context.Context, id string) (*Task, error) {
+	return c.task(ctx, http.MethodPost, taskPath(id, "/redrive"))
+}
+
+func (c *Client) task(ctx context.Context, method, path string) (*Task, error) {
+	t := new(Task)
+	if _, err := c.do(ctx, method, path, nil, nil, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ListTasks returns a page of tasks matching q, newest first.
+func (c *Client) ListTasks(ctx context.Context, q TaskQuery) (*Page[Task], error) {
+	v := listQuery(q.ListOptions)
+	if len(q.Statuses) > 0 {
+		s := make([]string, len(q.Statuses))
+		for i, st := range q.Statuses {
+			s[i] = string(st)
+		}
+		v.Set("status", strings.Join(s, ","))
+	}
+	if q.PolicyID != "" {
+		v.Set("policyId", q.PolicyID)
+	}
+	return c.tasks(ctx, "/retry-tasks", v)
+}
+
+// ListDeadLetters returns a page of EXHAUSTED and FAILED tasks, newest
+// first, of policyID (all when empty).
+func (c *Client) ListDeadLetters(ctx context.Context, policyID string, o ListOptions) (*Page[Task], error) {
+	v := listQuery(o)
+	if policyID != "" {
+		v.Set("policyId", policyID)
+	}
+	return c.tasks(ctx, "/dead-letters", v)
+}
+
+func (c *Client) tasks(ctx context.Context, path string, v url.Values) (*Page[Task], error) {
+	page := new(Page[Task])
+	if _, err := c.do(ctx, http.MethodGet, path, v, nil, page); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// ListAttempts returns a page of a task's attempt log, oldest first.
+func (c *Client) ListAttempts(ctx context.Context, taskID string, o ListOptions) (*Page[Attempt], error) {
+	page := new(Page[Attempt])
+	if _, err := c.do(ctx, http.MethodGet, taskPath(taskID, "/attempts"), listQuery(o), nil, page); err != nil {
+		return nil, err
+	}
+	return page, nil
+}

@@ -1,0 +1,153 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrykit/retry"
+)
+
+// Millis is a time as the API writes it: milliseconds since the Unix epoch.
+// 0 means no time.
+type Millis int64
+
+// Time returns m as a time.Time, the zero Time for 0.
+func (m Millis) Time() time.Time {
+	if m == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(m))
+}
+
+// Status is a task's state.
+type Status string
+
+// The task states.
+const (
+	Pending   Status = "PENDING"
+	InFlight  Status = "IN_FLIGHT"
+	Succeeded Status = "SUCCEEDED"
+	Exhausted Status = "EXHAUSTED"
+	Failed    Status = "FAILED"
+	Cancelled Status = "CANCELLED"
+)
+
+// Policy is a named retry policy. Settings is the same retry.Policy that
+// drives retry.Do in process; only its data (backoff, delays, jitter,
+// maxAttempts, totalBudgetMs, retryableStatusCodes) travels, not its funcs
+// or hooks. It encodes as the API's RetryPolicy: policyId beside the
+// settings' fields.
+type Policy struct {
+	ID       string
+	Settings retry.Policy
+}
+
+// MarshalJSON encodes p as the API's RetryPolicy.
+func (p Policy) MarshalJSON() ([]byte, error) {
+	spec, err := json.Marshal(p.Settings)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := json.Marshal(p.ID)
+	var b bytes.Buffer
+	b.WriteString(`{"policyId":`)
+	b.Write(id)
+	b.WriteByte(',')
+	b.Write(spec[1:])
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON decodes the API's RetryPolicy. Fields retry.Policy does not
+// know are refused, as the service refuses them.
+func (p *Policy) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("retry policy: %w", err)
+	}
+	if m == nil {
+		return errors.New("retry policy: want a JSON object, got null")
+	}
+	var q Policy
+	if raw, ok := m["policyId"]; ok {
+		if err := json.Unmarshal(raw, &q.ID); err != nil {
+			return fmt.Errorf("retry policy: policyId: %w", err)
+		}
+		delete(m, "policyId")
+	}
+	rest, _ := json.Marshal(m)
+	if err := json.Unmarshal(rest, &q.Settings); err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// TaskRequest asks for a retry task. TargetURL and PolicyID are required;
+// Method defaults to POST; give Body (text) or BodyBase64 (bytes), not both.
+// An empty IdempotencyKey makes the service generate one.
+type TaskRequest struct {
+	TargetURL      string            `json:"targetUrl"`
+	Method         string            `json:"method,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Body           string            `json:"body,omitempty"`
+	BodyBase64     []byte            `json:"bodyBase64,omitempty"`
+	PolicyID       string            `json:"policyId"`
+	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
+}
+
+// Task is a retry task as the service reports it.
+type Task struct {
+	TaskID             string            `json:"taskId"`
+	IdempotencyKey     string            `json:"idempotencyKey"`
+	TargetURL          string            `json:"targetUrl"`
+	Method             string            `json:"method"`
+	Headers            map[string]string `json:"headers"`
+	Body               string            `json:"body,omitempty"`
+	BodyBase64         []byte            `json:"bodyBase64,omitempty"`
+	PolicyID           string            `json:"policyId"`
+	Status             Status            `json:"status"`
+	AttemptNumber      int               `json:"attemptNumber"`           // attempts made so far
+	NextAttemptAt      Millis            `json:"nextAttemptAt,omitempty"` // 0 once terminal
+	CreatedAt          Millis            `json:"createdAt"`
+	UpdatedAt          Millis            `json:"updatedAt"`
+	FinishedAt         Millis            `json:"finishedAt,omitempty"`         // 0 until terminal
+	LastError          string            `json:"lastError,omitempty"`          // why the last attempt failed
+	LastResponseStatus int               `json:"lastResponseStatus,omitempty"` // 0 when none
+}
+
+// Attempt is one entry of a task's attempt log.
+type Attempt struct {
+	TaskID         string `json:"taskId"`
+	AttemptNumber  int    `json:"attemptNumber"`
+	StartedAt      Millis `json:"startedAt"`
+	DurationMs     int64  `json:"durationMs"`
+	ResponseStatus int    `json:"responseStatus"` // 0 when no response came
+	ErrorMessage   string `json:"errorMessage,omitempty"`
+	ResponseBody   string `json:"responseBody,omitempty"` // the first bytes of the response
+}
+
+// Page is one page of a list. NextPageToken is empty on the last page;
+// otherwise pass it as the next request's PageToken.
+type Page[T any] struct {
+	Items         []T    `json:"items"`
+	NextPageToken string `json:"nextPageToken,omitempty"`
+}
+
+// ListOptions selects a page: PageToken from the previous page (empty for
+// the first) and Limit items (0 for the service's default, 100; at most
+// 1000).
+type ListOptions struct {
+	PageToken string
+	Limit     int
+}
+
+// TaskQuery filters ListTasks: tasks in any of Statuses (all when empty) of
+// PolicyID (all when empty).
+type TaskQuery struct {
+	Statuses []Status
+	PolicyID string
+	ListOptions
+}

@@ -1,0 +1,291 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry/cmd/retryctl/internal/cli"
+	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/sqlite"
+)
+
+const token = "cli-test-token-0123456789"
+
+// server is a real retryd API over a real SQLite file, with one tenant.
+type server struct {
+	url   string
+	store *sqlite.Store
+}
+
+func setup(t *testing.T) *server {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tokens, err := api.NewTokens(map[string]string{token: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.New(api.Config{Store: st, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &server{url: srv.URL, store: st}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs retryctl with RETRYD_URL and RETRYD_TOKEN set for s, plus env.
+func (s *server) run(t *testing.T, stdin string, env map[string]string, args ...string) result {
+	t.Helper()
+	vars := map[string]string{"RETRYD_URL": s.url, "RETRYD_TOKEN": token}
+	for k, v := range env {
+		vars[k] = v
+	}
+	var out, errOut bytes.Buffer
+	code := cli.Run(context.Background(), args, cli.Env{
+		Getenv: func(k string) string { return vars[k] },
+		Stdin:  strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+	})
+	return result{code, out.String(), errOut.String()}
+}
+
+// ok runs retryctl and fails the test unless it exits 0.
+func (s *server) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := s.run(t, "", nil, args...)
+	if r.code != cli.ExitOK {
+		t.Fatalf("retryctl %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// okJSON runs retryctl with --json and decodes its output.
+func (s *server) okJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out := s.ok(t, append(args, "--json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("retryctl %v --json printed %q: %v", args, out, err)
+	}
+	return m
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s does not contain %q:\n%s", what, w, got)
+		}
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	out := s.ok(t, "policies", "put", "webhooks", "--spec", `{"backoff":"LINEAR","initialDelayMs":250,"maxAttempts":4}`)
+	wantContains(t, "put output", out, "registered policy webhooks", "LINEAR", "250ms", "4")
+
+	out = s.ok(t, "policies", "put", "webhooks", "--spec", `{"maxAttempts":4,"backoff":"LINEAR","initialDelayMs":250}`)
+	wantContains(t, "repeat output", out, "already registered")
+
+	// Settings from stdin, in the shape "policies get --json" prints.
+	got := s.okJSON(t, "policies", "get", "webhooks")
+	b, _ := json.Marshal(got)
+	if r := s.run(t, string(b), nil, "policies", "put", "webhooks", "--file", "-"); r.code != 0 || !strings.Contains(r.stdout, "already registered") {
+		t.Errorf("put from get's JSON: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	if got["policyId"] != "webhooks" || got["backoff"] != "LINEAR" || got["maxAttempts"] != 4.0 {
+		t.Errorf("policies get --json = %v", got)
+	}
+
+	r := s.run(t, "", nil, "policies", "put", "webhooks", "--spec", `{"maxAttempts":9}`)
+	if r.code != cli.ExitError {
+		t.Errorf("conflicting put: exit %d, want %d", r.code, cli.ExitError)
+	}
+	wantContains(t, "conflict stderr", r.stderr, "409", "conflict", "policyId")
+
+	r = s.run(t, "", nil, "policies", "put", "bad", "--spec", `{"maxAttempts":0,"jitterType":"WILD"}`)
+	if r.code != cli.ExitError {
+		t.Errorf("invalid put: exit %d, want %d", r.code, cli.ExitError)
+	}
+	wantContains(t, "invalid stderr", r.stderr, "maxAttempts", "jitterType")
+
+	s.ok(t, "policies", "put", "defaults")
+	out = s.ok(t, "policies", "list")
+	wantContains(t, "list output", out, "POLICY", "defaults", "EXPONENTIAL", "webhooks", "LINEAR")
+	if strings.Contains(out, "bad") {
+		t.Errorf("a refused policy is listed:\n%s", out)
+	}
+	r = s.run(t, "", nil, "policies", "get", "nope")
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "404") {
+		t.Errorf("get unknown: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+func TestTasks(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.ok(t, "policies", "put", "p", "--spec", `{"maxAttempts":2}`)
+
+	out := s.ok(t, "tasks", "submit", "--policy", "p", "--target", "http://127.0.0.1:9/hook",
+		"-H", "X-Trace: abc", "--body", `{"n":1}`, "--idempotency-key", "order-1")
+	wantContains(t, "submit output", out, "PENDING", "POST http://127.0.0.1:9/hook", "X-Trace: abc", "order-1")
+	task := s.okJSON(t, "tasks", "submit", "--policy", "p", "--target", "http://127.0.0.1:9/hook",
+		"-H", "X-Trace: abc", "--body", `{"n":1}`, "--idempotency-key", "order-1")
+	id := task["taskId"].(string)
+	out = s.ok(t, "tasks", "submit", "--policy", "p", "--target", "http://127.0.0.1:9/hook",
+		"-H", "X-Trace: abc", "--body", `{"n":1}`, "--idempotency-key", "order-1")
+	wantContains(t, "repeat output", out, "already exists", id)
+
+	// Flags may follow the argument.
+	if got := s.okJSON(t, "tasks", "get", id); got["taskId"] != id || got["body"] != `{"n":1}` {
+		t.Errorf("tasks get --json = %v", got)
+	}
+
+	// A body that is not UTF-8 travels as bodyBase64.
+	bin := filepath.Join(t.TempDir(), "body.bin")
+	if err := os.WriteFile(bin, []byte{0xff, 0x00, 0x01}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	binTask := s.okJSON(t, "tasks", "submit", "--policy", "p", "--target", "http://h/b", "--body-file", bin, "--method", "put")
+	if binTask["bodyBase64"] != "/wAB" || binTask["method"] != "PUT" {
+		t.Errorf("binary task = %v", binTask)
+	}
+
+	out = s.ok(t, "tasks", "list")
+	wantContains(t, "list output", out, "TASK", "STATUS", id, binTask["taskId"].(string), "PENDING")
+	page := s.okJSON(t, "tasks", "list", "--limit", "1")
+	next, _ := page["nextPageToken"].(string)
+	if len(page["items"].([]any)) != 1 || next == "" {
+		t.Fatalf("first page = %v, want 1 item and a token", page)
+	}
+	out = s.ok(t, "tasks", "list", "--limit", "1")
+	wantContains(t, "paged list", out, "more: --page-token "+next)
+	page = s.okJSON(t, "tasks", "list", "--limit", "1", "--page-token", next)
+	if items := page["items"].([]any); len(items) != 1 || items[0].(map[string]any)["taskId"] != id {
+		t.Errorf("second page = %v, want task %s", page, id)
+	}
+	if got := s.okJSON(t, "tasks", "list", "--status", "succeeded,failed"); len(got["items"].([]any)) != 0 {
+		t.Errorf("SUCCEEDED/FAILED tasks = %v, want none", got["items"])
+	}
+
+	out = s.ok(t, "tasks", "cancel", binTask["taskId"].(string))
+	wantContains(t, "cancel output", out, "CANCELLED")
+	r := s.run(t, "", nil, "tasks", "cancel", binTask["taskId"].(string))
+	if r.code != cli.ExitError {
+		t.Errorf("second cancel: exit %d, want %d", r.code, cli.ExitError)
+	}
+	wantContains(t, "second cancel stderr", r.stderr, "409", "CANCELLED")
+
+	r = s.run(t, "", nil, "tasks", "submit", "--policy", "p", "--target", "ftp://h/")
+	if r.code != cli.ExitError {
+		t.Errorf("submit ftp: exit %d, want %d", r.code, cli.ExitError)
+	}
+	wantContains(t, "submit ftp stderr", r.stderr, "400", "targetUrl")
+}
+
+// fail records one failed attempt through the store, as the scheduler
+// would, leaving the task in status.
+func fail(t *testing.T, st store.Store, id string, status store.Status) {
+	t.Helper()
+	now := time.Now()
+	ts, err := st.TaskClaim(context.Background(), store.ClaimParams{Now: now, Lease: time.Minute, Limit: 1, IDs: []string{id}})
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("TaskClaim: %v %v", ts, err)
+	}
+	errs, err := st.TaskFinish(context.Background(), []store.Finish{{
+		TaskID: ts[0].ID, Version: ts[0].Version,
+		Attempt: store.Attempt{AttemptNumber: ts[0].AttemptNumber, StartedAt: now, Duration: 7 * time.Millisecond, ResponseStatus: 502, ErrorMessage: "502 Bad Gateway"},
+		Status:  status, NextAttemptAt: now, LastError: "502 Bad Gateway", LastStatus: 502, Now: now,
+	}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("TaskFinish: %v %v", errs, err)
+	}
+}
+
+func TestAttemptsDeadLettersRedrive(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.ok(t, "policies", "put", "p", "--spec", `{"maxAttempts":2}`)
+	id := s.okJSON(t, "tasks", "submit", "--policy", "p", "--target", "http://h/x")["taskId"].(string)
+	fail(t, s.store, id, store.Pending)
+	fail(t, s.store, id, store.Exhausted)
+
+	out := s.ok(t, "tasks", "attempts", id)
+	wantContains(t, "attempts output", out, "#", "DURATION", "7ms", "502", "502 Bad Gateway")
+	if n := strings.Count(out, "502 Bad Gateway"); n != 2 {
+		t.Errorf("attempts output has %d attempts, want 2:\n%s", n, out)
+	}
+	out = s.ok(t, "dead-letters", "list")
+	wantContains(t, "dead letters", out, id, "EXHAUSTED")
+	out = s.ok(t, "dead-letters", "redrive", id)
+	wantContains(t, "redrive output", out, "PENDING")
+	if got := s.okJSON(t, "dead-letters", "list", "--policy", "p"); len(got["items"].([]any)) != 0 {
+		t.Errorf("dead letters after redrive = %v, want none", got["items"])
+	}
+	if r := s.run(t, "", nil, "dead-letters", "redrive", id); r.code != cli.ExitError || !strings.Contains(r.stderr, "409") {
+		t.Errorf("second redrive: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+func TestEnvironmentAndFlags(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		err  string
+	}{
+		{"token from the environment", nil, []string{"policies", "list"}, cli.ExitOK, ""},
+		{"no token", map[string]string{"RETRYD_TOKEN": ""}, []string{"policies", "list"}, cli.ExitError, "401"},
+		{"--token overrides the environment", map[string]string{"RETRYD_TOKEN": ""}, []string{"--token", token, "policies", "list"}, cli.ExitOK, ""},
+		{"--token after the command", map[string]string{"RETRYD_TOKEN": "wrong-token-0123456789"}, []string{"policies", "list", "--token", token}, cli.ExitOK, ""},
+		{"--url overrides the environment", map[string]string{"RETRYD_URL": "http://127.0.0.1:1"}, []string{"--url", s.url, "policies", "list"}, cli.ExitOK, ""},
+		{"nothing listening", map[string]string{"RETRYD_URL": "http://127.0.0.1:1"}, []string{"policies", "list"}, cli.ExitError, "connect"},
+		{"no command", nil, nil, cli.ExitUsage, "Usage"},
+		{"no verb", nil, []string{"tasks"}, cli.ExitUsage, "subcommand"},
+		{"unknown command", nil, []string{"tasks", "explode"}, cli.ExitUsage, "unknown command"},
+		{"missing argument", nil, []string{"tasks", "get"}, cli.ExitUsage, "TASK_ID"},
+		{"extra argument", nil, []string{"tasks", "get", "a", "b"}, cli.ExitUsage, "got 2"},
+		{"unknown flag", nil, []string{"tasks", "list", "--colour"}, cli.ExitUsage, "colour"},
+		{"submit without policy", nil, []string{"tasks", "submit", "--target", "http://h/"}, cli.ExitUsage, "--policy"},
+		{"bad header flag", nil, []string{"tasks", "submit", "-H", "nocolon"}, cli.ExitUsage, "Name: value"},
+		{"body and body-file", nil, []string{"tasks", "submit", "--policy", "p", "--target", "http://h/", "--body", "a", "--body-file", "-"}, cli.ExitUsage, "not both"},
+		{"spec and file", nil, []string{"policies", "put", "x", "--spec", "{}", "--file", "-"}, cli.ExitUsage, "not both"},
+		{"spec names another policy", nil, []string{"policies", "put", "x", "--spec", `{"policyId":"y"}`}, cli.ExitUsage, `"y"`},
+		{"spec not JSON", nil, []string{"policies", "put", "x", "--spec", "{"}, cli.ExitError, "policy settings"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := s.run(t, "", tc.env, tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			wantContains(t, "stderr", r.stderr, tc.err)
+		})
+	}
+	for _, help := range [][]string{{"help"}, {"-h"}, {"tasks", "list", "-h"}} {
+		if r := s.run(t, "", nil, help...); r.code != cli.ExitOK || !strings.Contains(r.stdout, "Usage") {
+			t.Errorf("%v: exit %d, stdout %q", help, r.code, r.stdout)
+		}
+	}
+}

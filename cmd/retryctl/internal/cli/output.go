@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/retrykit/retry/client"
+)
+
+// when renders an epoch-millisecond time in local time, "-" for none.
+func when(m client.Millis) string {
+	if m == 0 {
+		return "-"
+	}
+	return m.Time().Local().Format("2006-01-02 15:04:05.000")
+}
+
+func ms(n int64) string { return (time.Duration(n) * time.Millisecond).String() }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (r *runner) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(r.env.Stdout, 0, 0, 2, ' ', 0)
+}
+
+// printTask writes one task as "field: value" lines.
+func (r *runner) printTask(t *client.Task) error {
+	w := r.table()
+	row := func(k, v string) { fmt.Fprintf(w, "%s:\t%s\n", k, v) }
+	row("Task", t.TaskID)
+	row("Status", string(t.Status))
+	row("Attempts", strconv.Itoa(t.AttemptNumber))
+	row("Policy", t.PolicyID)
+	row("Request", t.Method+" "+t.TargetURL)
+	for _, name := range slices.Sorted(maps.Keys(t.Headers)) {
+		row("Header", name+": "+t.Headers[name])
+	}
+	switch {
+	case t.BodyBase64 != nil:
+		row("Body", fmt.Sprintf("%d bytes (binary)", len(t.BodyBase64)))
+	case t.Body != "":
+		row("Body", fmt.Sprintf("%d bytes", len(t.Body)))
+	}
+	row("Idempotency key", t.IdempotencyKey)
+	row("Created", when(t.CreatedAt))
+	row("Next attempt", when(t.NextAttemptAt))
+	row("Finished", when(t.FinishedAt))
+	if t.LastResponseStatus != 0 {
+		row("Last status", strconv.Itoa(t.LastResponseStatus))
+	}
+	row("Last error", orDash(t.LastError))
+	return w.Flush()
+}
+
+func (r *runner) printTasks(page *client.Page[client.Task]) error {
+	w := r.table()
+	fmt.Fprintln(w, "TASK\tSTATUS\tATTEMPTS\tPOLICY\tNEXT ATTEMPT\tREQUEST\tLAST ERROR")
+	for _, t := range page.Items {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s %s\t%s\n", t.TaskID, t.Status, t.AttemptNumber, t.PolicyID,
+			when(t.NextAttemptAt), t.Method, t.TargetURL, orDash(clip(t.LastError, 60)))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return r.printNext(page.NextPageToken)
+}
+
+func (r *runner) printAttempts(page *client.Page[client.Attempt]) error {
+	w := r.table()
+	fmt.Fprintln(w, "#\tSTARTED\tDURATION\tSTATUS\tERROR")
+	for _, a := range page.Items {
+		status := "-"
+		if a.ResponseStatus != 0 {
+			status = strconv.Itoa(a.ResponseStatus)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", a.AttemptNumber, when(a.StartedAt),
+			ms(a.DurationMs), status, orDash(clip(a.ErrorMessage, 80)))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return r.printNext(page.NextPageToken)
+}
+
+func (r *runner) printPolicy(p *client.Policy) error {
+	w := r.table()
+	row := func(k, v string) { fmt.Fprintf(w, "%s:\t%s\n", k, v) }
+	s := p.Settings
+	row("Policy", p.ID)
+	row("Backoff", s.Backoff.Kind.String())
+	row("Initial delay", s.Backoff.Base.String())
+	row("Max delay", s.Backoff.Max.String())
+	row("Jitter", s.Backoff.Jitter.String())
+	row("Max attempts", strconv.Itoa(s.Attempts()))
+	row("Budget", budget(s.Budget))
+	row("Retryable statuses", codes(s.RetryableStatusCodes))
+	return w.Flush()
+}
+
+func (r *runner) printPolicies(page *client.Page[client.Policy]) error {
+	w := r.table()
+	fmt.Fprintln(w, "POLICY\tBACKOFF\tINITIAL\tMAX DELAY\tJITTER\tATTEMPTS\tBUDGET\tRETRYABLE")
+	for _, p := range page.Items {
+		s := p.Settings
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, s.Backoff.Kind, s.Backoff.Base, s.Backoff.Max,
+			s.Backoff.Jitter, s.Attempts(), budget(s.Budget), codes(s.RetryableStatusCodes))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return r.printNext(page.NextPageToken)
+}
+
+func (r *runner) printNext(token string) error {
+	if token == "" {
+		return nil
+	}
+	_, err := fmt.Fprintf(r.env.Stdout, "more: --page-token %s\n", token)
+	return err
+}
+
+func budget(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return d.String()
+}
+
+func codes(cs []int) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
