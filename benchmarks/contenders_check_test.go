@@ -71,4 +71,3 @@ func TestDelayersComputeExponentialDelays(t *testing.T) {
 		})
 	}
 }
-
