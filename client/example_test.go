@@ -1,0 +1,52 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/client"
+	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/store/sqlite"
+)
+
+// Register a policy, submit a task under an idempotency key, and submit it
+// again: the repeat returns the same task.
+func Example() {
+	// A retryd API over an embedded store; in real use, the URL of a
+	// running retryd.
+	dir, _ := os.MkdirTemp("", "client-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "retryd.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	h, _ := api.New(api.Config{Store: st})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	ctx := context.Background()
+	c := client.New(srv.URL, "")
+	_, created, err := c.PutPolicy(ctx, client.Policy{ID: "webhooks", Settings: retry.Policy{MaxAttempts: 5}})
+	fmt.Println("policy created:", created, err)
+
+	req := client.TaskRequest{TargetURL: "https://example.com/hook", PolicyID: "webhooks", Body: `{"event":"paid"}`, IdempotencyKey: "order-42"}
+	first, created, err := c.CreateTask(ctx, req)
+	fmt.Println("task created:", created, first.Status, err)
+	again, created, _ := c.CreateTask(ctx, req)
+	fmt.Println("repeat created:", created, "same task:", again.TaskID == first.TaskID)
+
+	_, err = c.GetPolicy(ctx, "missing")
+	fmt.Println(errors.Is(err, client.ErrNotFound), err)
+	// Output:
+	// policy created: true <nil>
+	// task created: true PENDING <nil>
+	// repeat created: false same task: true
+	// true retryd: 404 not_found: policy not found
+}
