@@ -1,0 +1,251 @@
+package kafkaretry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The header names of the retry state, as DESIGN.md fixes them, plus
+// HeaderPrevDelay, HeaderHistory and HeaderDLQReason.
+const (
+	HeaderRetryAttempt      = "x-retry-attempt"
+	HeaderProcessAfter      = "x-process-after"
+	HeaderPrevDelay         = "x-retry-prev-delay-ms"
+	HeaderOriginalTopic     = "x-original-topic"
+	HeaderOriginalPartition = "x-original-partition"
+	HeaderOriginalOffset    = "x-original-offset"
+	HeaderFirstAttempt      = "x-first-attempt-timestamp"
+	HeaderLastErrorType     = "x-last-error-type"
+	HeaderLastErrorMessage  = "x-last-error-message"
+	HeaderAPIStatusCode     = "x-api-status-code"
+	HeaderAPIResponse       = "x-api-response"
+	HeaderHistory           = "x-retry-history"
+	HeaderDLQReason         = "x-dlq-reason"
+)
+
+// Limits on what the headers carry, so that a long error or response body
+// cannot make a record too large for the broker.
+const (
+	// MaxErrorBytes caps x-last-error-message and x-api-response.
+	MaxErrorBytes = 1024
+	// MaxHistory caps the failures kept in x-retry-history (the latest are kept).
+	MaxHistory = 16
+	// maxHistoryMessage caps each failure's message inside the history.
+	maxHistoryMessage = 200
+	// maxHistoryBytes is the largest x-retry-history ReadState parses.
+	maxHistoryBytes = 64 << 10
+)
+
+// ours lists the headers the package owns: they are stripped from a record
+// before its state is written again, so none is ever repeated.
+var ours = [...]string{
+	HeaderRetryAttempt, HeaderProcessAfter, HeaderPrevDelay, HeaderOriginalTopic,
+	HeaderOriginalPartition, HeaderOriginalOffset, HeaderFirstAttempt, HeaderLastErrorType,
+	HeaderLastErrorMessage, HeaderAPIStatusCode, HeaderAPIResponse, HeaderHistory, HeaderDLQReason,
+}
+
+func isOurs(key string) bool {
+	for _, k := range ours {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// State is the retry state a record carries in its headers. The zero State
+// means "no header": Headers writes only the fields that are set (a
+// non-empty string, a non-zero time, a positive number; original partition
+// and offset when OriginalTopic is set; Attempt always).
+type State struct {
+	Attempt           int           // attempts made so far, ≥ 0
+	ProcessAfter      time.Time     // not handled before; zero means due now
+	PrevDelay         time.Duration // the previous backoff delay, ≥ 0
+	OriginalTopic     string        // "" when unknown
+	OriginalPartition int32
+	OriginalOffset    int64
+	FirstAttempt      time.Time // when attempt 1 began
+	LastErrorType     string
+	LastErrorMessage  string
+	APIStatusCode     int // 0 when none
+	APIResponse       string
+	History           []Failure
+	DLQReason         string
+}
+
+// Failure is one failed attempt in x-retry-history.
+type Failure struct {
+	Attempt int    `json:"attempt"`
+	AtMs    int64  `json:"at"`    // epoch ms when it failed
+	Topic   string `json:"topic"` // the topic it was handled from
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Status  int    `json:"status,omitempty"`
+}
+
+// HeaderError is one header that ReadState could not use: Value is what the
+// record carried (nil when the header was missing) and Rule the value used
+// instead.
+type HeaderError struct {
+	Header string
+	Value  []byte
+	Reason string
+	Rule   string
+}
+
+func (e *HeaderError) Error() string {
+	v := "missing"
+	if e.Value != nil {
+		v = strconv.Quote(string(e.Value))
+	}
+	return fmt.Sprintf("header %s %s: %s; %s", e.Header, v, e.Reason, e.Rule)
+}
+
+// ReadState parses the retry state from r's headers, for a record of a retry
+// or DLQ topic. It never panics: each header that is missing or malformed is
+// replaced by the package's rule (see "Bad headers" in the package doc) and
+// reported as a *HeaderError, all of them joined in the error; the State is
+// usable either way. It does not apply the rules that depend on a Policy
+// (the cap on Attempt, Config.MaxHold): the Processor does.
+func ReadState(r *kgo.Record) (State, error) {
+	last := make(map[string][]byte, len(ours))
+	for _, h := range r.Headers {
+		if isOurs(h.Key) {
+			v := h.Value
+			if v == nil {
+				v = []byte{}
+			}
+			last[h.Key] = v
+		}
+	}
+	var errs []error
+	bad := func(name, reason, rule string) {
+		errs = append(errs, &HeaderError{Header: name, Value: last[name], Reason: reason, Rule: rule})
+	}
+	num := func(name string, lo, hi int64, required bool, rule string) (int64, bool) {
+		v, ok := last[name]
+		if !ok {
+			if required {
+				bad(name, "missing", rule)
+			}
+			return 0, false
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		switch {
+		case err != nil:
+			bad(name, "not a whole number in range", rule)
+		case n < lo:
+			bad(name, "below "+strconv.FormatInt(lo, 10), rule)
+		case n > hi:
+			bad(name, "above "+strconv.FormatInt(hi, 10), rule)
+		default:
+			return n, true
+		}
+		return 0, false
+	}
+
+	s := State{Attempt: 1, OriginalPartition: -1, OriginalOffset: -1, FirstAttempt: r.Timestamp}
+	if n, ok := num(HeaderRetryAttempt, 0, math.MaxInt32, true, "counting 1 attempt made"); ok {
+		s.Attempt = int(n)
+	}
+	if n, ok := num(HeaderProcessAfter, 0, math.MaxInt64, true, "due now"); ok {
+		s.ProcessAfter = time.UnixMilli(n)
+	}
+	if n, ok := num(HeaderPrevDelay, 0, math.MaxInt64/int64(time.Millisecond), false, "using 0"); ok {
+		s.PrevDelay = time.Duration(n) * time.Millisecond
+	}
+	if n, ok := num(HeaderFirstAttempt, 0, math.MaxInt64, true, "using the record's timestamp"); ok {
+		s.FirstAttempt = time.UnixMilli(n)
+	}
+	s.OriginalTopic = string(last[HeaderOriginalTopic])
+	if n, ok := num(HeaderOriginalPartition, 0, math.MaxInt32, s.OriginalTopic != "", "unknown"); ok {
+		s.OriginalPartition = int32(n)
+	}
+	if n, ok := num(HeaderOriginalOffset, 0, math.MaxInt64, s.OriginalTopic != "", "unknown"); ok {
+		s.OriginalOffset = n
+	}
+	if n, ok := num(HeaderAPIStatusCode, 100, 999, false, "no status"); ok {
+		s.APIStatusCode = int(n)
+	}
+	s.LastErrorType = string(last[HeaderLastErrorType])
+	s.LastErrorMessage = string(last[HeaderLastErrorMessage])
+	s.APIResponse = string(last[HeaderAPIResponse])
+	s.DLQReason = string(last[HeaderDLQReason])
+	if v, ok := last[HeaderHistory]; ok {
+		switch {
+		case len(v) > maxHistoryBytes:
+			bad(HeaderHistory, "too long", "starting a new history")
+		case json.Unmarshal(v, &s.History) != nil:
+			s.History = nil
+			bad(HeaderHistory, "not a JSON list of failures", "starting a new history")
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// Headers returns s as record headers, in a fixed order, each at most once.
+// ProcessAfter, PrevDelay, FirstAttempt and the history's times are written
+// in whole milliseconds.
+func (s *State) Headers() []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, len(ours))
+	add := func(k, v string) { hs = append(hs, kgo.RecordHeader{Key: k, Value: []byte(v)}) }
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	add(HeaderRetryAttempt, strconv.Itoa(s.Attempt))
+	if !s.ProcessAfter.IsZero() {
+		add(HeaderProcessAfter, ms(s.ProcessAfter))
+	}
+	if s.PrevDelay > 0 {
+		add(HeaderPrevDelay, strconv.FormatInt(s.PrevDelay.Milliseconds(), 10))
+	}
+	if s.OriginalTopic != "" {
+		add(HeaderOriginalTopic, s.OriginalTopic)
+		add(HeaderOriginalPartition, strconv.FormatInt(int64(s.OriginalPartition), 10))
+		add(HeaderOriginalOffset, strconv.FormatInt(s.OriginalOffset, 10))
+	}
+	if !s.FirstAttempt.IsZero() {
+		add(HeaderFirstAttempt, ms(s.FirstAttempt))
+	}
+	if s.LastErrorType != "" {
+		add(HeaderLastErrorType, s.LastErrorType)
+	}
+	if s.LastErrorMessage != "" {
+		add(HeaderLastErrorMessage, s.LastErrorMessage)
+	}
+	if s.APIStatusCode > 0 {
+		add(HeaderAPIStatusCode, strconv.Itoa(s.APIStatusCode))
+	}
+	if s.APIResponse != "" {
+		add(HeaderAPIResponse, s.APIResponse)
+	}
+	if len(s.History) > 0 {
+		b, _ := json.Marshal(s.History) // a slice of plain structs always encodes
+		add(HeaderHistory, string(b))
+	}
+	if s.DLQReason != "" {
+		add(HeaderDLQReason, s.DLQReason)
+	}
+	return hs
+}
+
+// withState returns the user's headers of r followed by s's.
+func withState(r *kgo.Record, s *State) []kgo.RecordHeader {
+	return append(userHeaders(r, len(ours)), s.Headers()...)
+}
+
+// userHeaders returns the headers of r the package does not own, in their
+// order, with room for extra more.
+func userHeaders(r *kgo.Record, extra int) []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+extra)
+	for _, h := range r.Headers {
+		if !isOurs(h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
