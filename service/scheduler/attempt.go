@@ -17,6 +17,15 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		s.workers.Done()
 		signal(s.freeC)
 	}()
+	if wait := time.Until(t.NextAttemptAt); wait > 0 {
+		// Claimed ahead of time (Config.ClaimAhead): hold it until due.
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
 	start := time.Now()
 	s.rec.Lag(start.Sub(t.NextAttemptAt))
 	leaseUntil := t.LeaseUntil

@@ -38,6 +38,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	s.claimLoop(ctx, attemptCtx)
 
+	s.claims.Wait() // the last claims may still start attempts
 	s.log.Info("scheduler stopping", "in_flight", s.busy.Load(), "grace", s.cfg.ShutdownGrace)
 	if !waitTimeout(&s.workers, s.cfg.ShutdownGrace) {
 		s.log.Warn("scheduler: grace period over; releasing the attempts still in flight", "in_flight", s.busy.Load())
@@ -59,27 +60,40 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // claimLoop claims due tasks whenever a worker is free, sleeping until the
-// earliest due time, a Wake or a free worker otherwise.
+// earliest due time, a Wake or a free worker otherwise. It looks ClaimAhead
+// into the future, so that the durable claim is done by the time the task
+// is due, and keeps up to maxClaims claims in flight, so that the store can
+// commit one while the next gathers.
 func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	ids := make([]string, 0, s.cfg.ClaimBatch)
 	for ctx.Err() == nil {
 		free := s.cfg.Workers - int(s.busy.Load())
 		// The store compares whole milliseconds; asking with a finer Now
 		// would take entries from the heap that it would not hand out yet.
-		now := time.Now().Truncate(time.Millisecond)
+		horizon := time.Now().Add(s.cfg.ClaimAhead).Truncate(time.Millisecond)
+		var ids []string
+		canClaim := free > 0 && s.claiming.Load() < maxClaims
 		s.mu.Lock()
-		ids = s.heap.popDue(now, min(free, s.cfg.ClaimBatch), ids[:0])
+		if canClaim {
+			ids = s.heap.popDue(horizon, min(free, s.cfg.ClaimBatch), nil)
+		}
 		next, ok := s.heap.next()
 		s.mu.Unlock()
 		if len(ids) > 0 {
-			s.claim(ctx, attemptCtx, now, ids)
+			// Reserve the workers now, so that the next round does not
+			// hand them out again while this claim is in flight.
+			s.busy.Add(int64(len(ids)))
+			s.claiming.Add(1)
+			s.claims.Add(1)
+			go s.claim(ctx, attemptCtx, horizon, ids)
 			continue
 		}
+		// Without a free worker or claim slot, only their release (freeC)
+		// can change anything.
 		var fire <-chan time.Time
-		if ok && free > 0 {
-			timer.Reset(time.Until(next))
+		if ok && canClaim {
+			timer.Reset(time.Until(next.Add(-s.cfg.ClaimAhead)))
 			fire = timer.C
 		}
 		select {
@@ -92,16 +106,26 @@ func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
 	}
 }
 
-// claim leases the tasks ids the store agrees are due and starts an
+// maxClaims is how many claims may be in flight at once: two lets one
+// gather in the store's queue while the other commits.
+const maxClaims = 2
+
+// claim leases the tasks ids the store agrees are due at now and starts an
 // attempt for each. IDs it does not hand out are dropped from the heap:
 // they were cancelled, finished, taken by another worker, or rescheduled,
 // and whoever changed them files them again (a resync at the latest).
 func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []string) {
+	defer func() {
+		s.claiming.Add(-1)
+		s.claims.Done()
+		signal(s.freeC)
+	}()
 	var tasks []*store.Task
 	err := s.storeCall(ctx, "TaskClaim", func(ctx context.Context) (err error) {
 		tasks, err = s.st.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: s.cfg.Lease, Limit: len(ids), IDs: ids})
 		return err
 	})
+	s.busy.Add(-int64(len(ids) - len(tasks)))
 	if err != nil {
 		// Only shutdown or a broken store gets here: keep the IDs for the
 		// next run of the loop (or the next start).
@@ -119,7 +143,6 @@ func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []
 	}
 	s.mu.Unlock()
 	for _, t := range tasks {
-		s.busy.Add(1)
 		s.workers.Add(1)
 		go s.attempt(attemptCtx, t)
 	}

@@ -30,6 +30,7 @@ const (
 	DefaultWorkers       = 256
 	DefaultLease         = time.Minute
 	DefaultClaimBatch    = 256
+	DefaultClaimAhead    = 50 * time.Millisecond
 	DefaultCommitBatch   = 512
 	DefaultCommitWait    = 250 * time.Microsecond
 	DefaultResync        = time.Minute
@@ -60,7 +61,11 @@ type Config struct {
 	Workers int           // attempts in flight at once
 	Lease   time.Duration // how long a claimed task is ours; must exceed the dispatcher's timeout by a second
 
-	ClaimBatch  int           // most tasks claimed in one store call
+	ClaimBatch int // most tasks claimed in one store call
+	// ClaimAhead is how long before its due time a task may be claimed:
+	// its worker then waits for the due time, so the claim's durable
+	// commit does not delay the attempt. Negative means 0.
+	ClaimAhead  time.Duration
 	CommitBatch int           // most outcomes recorded in one store call
 	CommitWait  time.Duration // how long a commit waits for more outcomes to share it
 	Resync      time.Duration // how often the heap is checked against the store
@@ -92,12 +97,14 @@ type Scheduler struct {
 	mu   sync.Mutex
 	heap *dueHeap
 
-	wakeC   chan struct{} // the heap's earliest entry may have moved earlier
-	freeC   chan struct{} // a worker became free
-	busy    atomic.Int64  // attempts in flight
-	workers sync.WaitGroup
-	commits chan finished
-	running atomic.Bool
+	wakeC    chan struct{} // the heap's earliest entry may have moved earlier
+	freeC    chan struct{} // a worker became free
+	busy     atomic.Int64  // workers taken: attempts in flight and claims reserving them
+	claiming atomic.Int32  // claims in flight
+	claims   sync.WaitGroup
+	workers  sync.WaitGroup
+	commits  chan finished
+	running  atomic.Bool
 }
 
 // New checks cfg and returns a Scheduler.
@@ -108,6 +115,10 @@ func New(cfg Config) (*Scheduler, error) {
 	setDefault(&cfg.Workers, DefaultWorkers)
 	setDefault(&cfg.Lease, DefaultLease)
 	setDefault(&cfg.ClaimBatch, DefaultClaimBatch)
+	if cfg.ClaimAhead == 0 {
+		cfg.ClaimAhead = DefaultClaimAhead
+	}
+	cfg.ClaimAhead = max(cfg.ClaimAhead, 0)
 	setDefault(&cfg.CommitBatch, DefaultCommitBatch)
 	setDefault(&cfg.CommitWait, DefaultCommitWait)
 	setDefault(&cfg.Resync, DefaultResync)

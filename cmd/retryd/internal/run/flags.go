@@ -1,0 +1,133 @@
+// Package run is retryd's command line: flags with RETRYD_* environment
+// fallbacks, the wiring of store, dispatcher, scheduler, API and metrics,
+// and the bench command.
+package run
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/scheduler"
+)
+
+// Defaults of the serve flags.
+const (
+	DefaultListen = "127.0.0.1:8080"
+	DefaultStore  = "./retryd.db"
+)
+
+// Config is what the serve flags say.
+type Config struct {
+	Listen         string
+	Store          string
+	Workers        int
+	Lease          time.Duration
+	TokensFile     string
+	AllowPrivate   bool
+	AllowTargets   []netip.Prefix
+	Insecure       bool
+	LogFormat      string
+	LogLevel       string
+	AttemptTimeout time.Duration
+	ConnectTimeout time.Duration
+	ShutdownGrace  time.Duration
+}
+
+// prefixes is a repeatable CIDR flag.
+type prefixes struct{ p *[]netip.Prefix }
+
+func (v prefixes) String() string {
+	if v.p == nil {
+		return ""
+	}
+	s := make([]string, len(*v.p))
+	for i, p := range *v.p {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Set takes one CIDR, or several separated by commas (as the environment
+// variable carries them). A bare address counts as a /32 or /128.
+func (v prefixes) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				return fmt.Errorf("%q is not a CIDR (like 10.0.0.0/8) or an IP address", part)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		*v.p = append(*v.p, p.Masked())
+	}
+	return nil
+}
+
+// newFlagSet defines the serve flags on a new FlagSet writing usage to w.
+func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.StringVar(&c.Listen, "listen", DefaultListen, "address to serve the API on (`host:port`)")
+	fs.StringVar(&c.Store, "store", DefaultStore, "where tasks are kept: a file `path` or sqlite://path")
+	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
+	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
+	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT\" lines; without it authentication is off")
+	fs.BoolVar(&c.AllowPrivate, "allow-private-targets", false, "let tasks call loopback, private and link-local addresses (not cloud metadata)")
+	fs.Var(prefixes{&c.AllowTargets}, "allow-target", "let tasks call addresses in this `CIDR` (repeatable)")
+	fs.BoolVar(&c.Insecure, "insecure", false, "allow a non-loopback listen address without a tokens file")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.AttemptTimeout, "attempt-timeout", dispatch.DefaultTimeout, "bound on one attempt: connect, send, read")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", dispatch.DefaultConnectTimeout, "bound on connecting to a target")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", scheduler.DefaultShutdownGrace, "on SIGINT/SIGTERM, how long attempts in flight may finish")
+	return fs
+}
+
+// envName is the variable a flag falls back to: --allow-target is
+// RETRYD_ALLOW_TARGET.
+func envName(flagName string) string {
+	return "RETRYD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse reads args, then fills each flag not given on the command line from
+// its RETRYD_* variable, if set. The command line wins.
+func parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			}
+		}
+	})
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	}
+	return errors.Join(errs...)
+}
+
+// usageFooter explains the environment fallbacks below the flag list.
+const usageFooter = `
+Every flag may also be given as an environment variable: --allow-target is
+RETRYD_ALLOW_TARGET (comma-separated CIDRs), --listen is RETRYD_LISTEN, and so
+on. A flag on the command line wins over its variable.
+`

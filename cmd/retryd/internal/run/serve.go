@@ -1,0 +1,151 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/metrics"
+	"github.com/retrykit/retry/service/scheduler"
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/sqlite"
+)
+
+// Serve runs retryd as c says until ctx ends, then shuts down gracefully:
+// the listener stops taking requests, attempts in flight get c.ShutdownGrace
+// to finish, and the store is closed. ready, when not nil, receives the
+// address the API listens on once it does.
+func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Addr) error {
+	tokens, err := checkAccess(c, log)
+	if err != nil {
+		return err
+	}
+	st, where, err := openStore(ctx, c.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	disp := dispatch.New(dispatch.Config{
+		Guard:          dispatch.Guard{AllowPrivate: c.AllowPrivate, Allow: c.AllowTargets},
+		ConnectTimeout: c.ConnectTimeout,
+		Timeout:        c.AttemptTimeout,
+	})
+	defer disp.Close()
+	m := metrics.New(st, log)
+	sched, err := scheduler.New(scheduler.Config{
+		Store: st, Dispatcher: disp, Recorder: m, Logger: log,
+		Workers: c.Workers, Lease: c.Lease, ShutdownGrace: c.ShutdownGrace,
+	})
+	if err != nil {
+		return err
+	}
+	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Tokens: tokens, Logger: log})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /healthz", metrics.Healthy())
+	mux.Handle("GET /readyz", metrics.Ready(st))
+	mux.Handle("/", apiHandler)
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("retryd listening", "url", "http://"+ln.Addr().String(), "store", where,
+		"workers", c.Workers, "allow_private_targets", c.AllowPrivate, "allow_targets", prefixes{&c.AllowTargets}.String())
+	if ready != nil {
+		ready <- ln.Addr()
+	}
+
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- sched.Run(ctx) }()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+		log.Info("retryd shutting down")
+	case err := <-srvDone:
+		return fmt.Errorf("serve: %w", err)
+	case err := <-schedDone:
+		srv.Close()
+		return err
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		srv.Close()
+	}
+	if err := <-schedDone; err != nil {
+		return err
+	}
+	log.Info("retryd stopped")
+	return nil
+}
+
+// checkAccess loads the tokens file, or, without one, makes sure the API is
+// not reachable from other machines unless --insecure says so.
+func checkAccess(c Config, log *slog.Logger) (*api.Tokens, error) {
+	if c.TokensFile != "" {
+		t, err := api.LoadTokens(c.TokensFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tokens-file: %w", err)
+		}
+		log.Info("authentication on", "tokens_file", c.TokensFile, "tokens", t.Len())
+		return t, nil
+	}
+	if !loopbackOnly(c.Listen) && !c.Insecure {
+		return nil, usageError{fmt.Errorf("refusing to listen on %s without --tokens-file: anyone who can reach it could use retryd as a proxy (pass --insecure to do it anyway)", c.Listen)}
+	}
+	log.Warn("authentication off: no --tokens-file; every request acts for tenant " + api.DefaultTenant)
+	return nil, nil
+}
+
+// loopbackOnly reports whether listening on addr is reachable only from
+// this machine: a loopback IP or "localhost". An empty host listens on
+// every interface.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// openStore opens the store c.Store names: a path or sqlite://path.
+func openStore(ctx context.Context, spec string) (store.Store, string, error) {
+	switch {
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.HasPrefix(spec, "redis://"):
+		return nil, "", usageError{errors.New("--store: PostgreSQL and Redis stores are not available yet; give a file path or sqlite://path")}
+	case strings.Contains(spec, "://") && !strings.HasPrefix(spec, "sqlite://"):
+		return nil, "", usageError{fmt.Errorf("--store %q: unknown kind; give a file path or sqlite://path", spec)}
+	}
+	path := strings.TrimPrefix(spec, "sqlite://")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, "sqlite://" + path, nil
+}
