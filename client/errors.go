@@ -33,6 +33,7 @@ type Error struct {
 	Details    []FieldProblem `json:"details,omitempty"`
 }
 
+// Error returns the status, code, field and message on one line.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("retryd: %d", e.StatusCode)
 	if e.Code != "" {

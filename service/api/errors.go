@@ -46,6 +46,7 @@ type APIError struct {
 	allow string // a 405's Allow header
 }
 
+// Error returns the status, code, field and message on one line.
 func (e *APIError) Error() string {
 	if e.Field != "" {
 		return fmt.Sprintf("%d %s (%s): %s", e.Status, e.Code, e.Field, e.Message)
