@@ -4,8 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -62,23 +61,15 @@ func (w *wtx) dueCandidates(ids []string, now int64, limit int) ([]candidate, er
 		return rows.Err()
 	}
 	if len(ids) > 0 {
-		err := collect(w.query(`SELECT seq, iif(status = 'PENDING', next_attempt_at, lease_until), status = 'IN_FLIGHT'
-			FROM tasks WHERE id IN (SELECT value FROM json_each(?1))
-			AND ((status = 'PENDING' AND next_attempt_at <= ?2) OR (status = 'IN_FLIGHT' AND lease_until <= ?2))`,
-			jsonStrings(ids), now))
+		err := collect(w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks
+			WHERE id IN (SELECT CAST(unhex(value) AS TEXT) FROM json_each(?)) AND state = 'LIVE' AND wake_at <= ?`,
+			hexList(ids), now))
 		if err != nil {
 			return nil, err
 		}
-	} else {
-		// Two index range scans, each already in due order, merged below.
-		if err := collect(w.query(`SELECT seq, next_attempt_at, 0 FROM tasks
-			WHERE status = 'PENDING' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`, now, limit)); err != nil {
-			return nil, err
-		}
-		if err := collect(w.query(`SELECT seq, lease_until, 1 FROM tasks
-			WHERE status = 'IN_FLIGHT' AND lease_until <= ? ORDER BY lease_until LIMIT ?`, now, limit)); err != nil {
-			return nil, err
-		}
+	} else if err := collect(w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks INDEXED BY tasks_wake
+		WHERE state = 'LIVE' AND wake_at <= ? ORDER BY wake_at LIMIT ?`, now, limit)); err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq))
@@ -108,7 +99,7 @@ func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]*store.Task, er
 		}
 	}
 	list := jsonInts(seqs)
-	rows, err := w.query(`UPDATE tasks SET status = 'IN_FLIGHT', lease_until = ?1, claimed_at = ?2,
+	rows, err := w.query(`UPDATE tasks SET status = 'IN_FLIGHT', wake_at = ?1, lease_until = ?1, claimed_at = ?2,
 		updated_at = ?2, attempt_number = attempt_number + 1, version = version + 1,
 		log_count = log_count + (status = 'IN_FLIGHT'),
 		last_error = iif(status = 'IN_FLIGHT', ?3, last_error)
@@ -183,82 +174,162 @@ func (s *Store) TaskFinish(ctx context.Context, fs []store.Finish) ([]error, err
 	return op.errs, nil
 }
 
-// finishMerged applies the items of every TaskFinish op of a batch, in
-// order, with one prepared UPDATE (and INSERT) per item.
+// finishRef is one Finish item of a TaskFinish op.
+type finishRef struct {
+	op *writeOp
+	i  int
+}
+
+func (r finishRef) f() *store.Finish { return &r.op.finish[r.i] }
+
+// finishMerged applies the items of every TaskFinish op of a batch with a
+// few statements per round. A round holds each task once: the second
+// Finish of a task waits for the next round, so items apply in order.
 func finishMerged(w *wtx, ops []*writeOp) error {
+	var items []finishRef
 	for _, op := range ops {
 		clear(op.errs)
 		for i := range op.finish {
-			err := w.finishOne(&op.finish[i])
-			var ie itemError
-			if errors.As(err, &ie) {
-				op.errs[i] = ie.err
-				continue
-			}
-			if err != nil {
-				return err
+			items = append(items, finishRef{op, i})
+		}
+	}
+	for len(items) > 0 {
+		seen := make(map[string]bool, len(items))
+		var round, later []finishRef
+		for _, r := range items {
+			if id := r.f().TaskID; seen[id] {
+				later = append(later, r)
+			} else {
+				seen[id] = true
+				round = append(round, r)
 			}
 		}
+		if err := w.finishRound(round); err != nil {
+			return err
+		}
+		items = later
 	}
 	return nil
 }
 
-// itemError is a failure of one Finish item, not of the transaction.
-type itemError struct{ err error }
-
-func (e itemError) Error() string { return e.err.Error() }
-
-func (w *wtx) finishOne(f *store.Finish) error {
-	switch f.Status {
-	case store.Succeeded, store.Pending, store.Exhausted, store.Failed:
-	default:
-		return itemError{fmt.Errorf("finish as %q: %w", f.Status, store.ErrInvalid)}
-	}
-	now := f.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	next, finished := int64(0), ms(now)
-	if f.Status == store.Pending {
-		next, finished = ms(now), 0
+// finishRound applies items of distinct tasks: one UPDATE for the retries,
+// one for the others, one INSERT for their attempts, each with its rows
+// bound as VALUES (see bulk).
+func (w *wtx) finishRound(items []finishRef) error {
+	byID := make(map[string]finishRef, len(items))
+	var retries, ends [][]any
+	for _, r := range items {
+		f := r.f()
+		switch f.Status {
+		case store.Succeeded, store.Pending, store.Exhausted, store.Failed:
+		default:
+			r.op.errs[r.i] = fmt.Errorf("finish as %q: %w", f.Status, store.ErrInvalid)
+			continue
+		}
+		byID[f.TaskID] = r
+		now := f.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		next := ms(now)
 		if !f.NextAttemptAt.IsZero() {
 			next = ms(f.NextAttemptAt)
 		}
-	}
-	logged := 0
-	if f.Attempt.AttemptNumber > 0 {
-		logged = 1
-	}
-	var seq, n int64
-	err := w.queryRow(`UPDATE tasks SET status = ?1, next_attempt_at = iif(?2 = 0, next_attempt_at, ?2),
-		prev_delay_ns = ?3, last_error = ?4, last_status = ?5, lease_until = 0, updated_at = ?6,
-		finished_at = ?7, version = version + 1, log_count = log_count + ?8
-		WHERE id = ?9 AND version = ?10 AND status = 'IN_FLIGHT' RETURNING seq, log_count`,
-		string(f.Status), next, int64(f.PrevDelay), f.LastError, f.LastStatus, ms(now),
-		finished, logged, f.TaskID, f.Version).Scan(&seq, &n)
-	if errors.Is(err, sql.ErrNoRows) {
-		var one int
-		err := w.queryRow(`SELECT 1 FROM tasks WHERE id = ?`, f.TaskID).Scan(&one)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return itemError{fmt.Errorf("task %s: %w", f.TaskID, store.ErrNotFound)}
-		case err != nil:
-			return err
+		row := []any{f.TaskID, f.Version, string(f.Status), next, int64(f.PrevDelay), f.LastError,
+			f.LastStatus, ms(now), min(f.Attempt.AttemptNumber, 1)}
+		if f.Status == store.Pending {
+			retries = append(retries, row)
+		} else {
+			ends = append(ends, row)
 		}
-		return itemError{fmt.Errorf("task %s version %d: %w", f.TaskID, f.Version, store.ErrLeaseLost)}
 	}
+	var attempts [][]any
+	collect := func(rows *sql.Rows) error {
+		var err error
+		attempts, err = w.finished(rows, byID, attempts)
+		return err
+	}
+	// Two statements, because SQLite updates every index that mentions a
+	// column the SET list names, whatever its new value: a retry must not
+	// name state.
+	if err := w.bulk(finishRetrySQL, 9, retries, collect); err != nil {
+		return err
+	}
+	if err := w.bulk(finishEndSQL, 9, ends, collect); err != nil {
+		return err
+	}
+	if err := w.bulk(attemptInsertSQL, 8, attempts, nil); err != nil {
+		return err
+	}
+	return w.refuse(byID)
+}
+
+const finishUpdateSQL = `WITH v(v_id, v_version, v_status, v_next, v_prev_delay, v_last_error, v_last_status, v_now,
+		v_logged) AS (VALUES %s)
+	UPDATE tasks SET %s, prev_delay_ns = v_prev_delay, last_error = v_last_error, last_status = v_last_status,
+		lease_until = 0, updated_at = v_now, version = version + 1, log_count = log_count + v_logged
+	FROM v WHERE id = v_id AND version = v_version AND status = 'IN_FLIGHT'
+	RETURNING id, seq, log_count`
+
+var (
+	finishRetrySQL = fmt.Sprintf(finishUpdateSQL, "%s",
+		"status = 'PENDING', wake_at = v_next, next_attempt_at = v_next")
+	finishEndSQL = fmt.Sprintf(finishUpdateSQL, "%s",
+		"state = v_status, status = v_status, finished_at = v_now")
+)
+
+const attemptInsertSQL = `INSERT INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
+	response_status, error_message, response_body) VALUES %s`
+
+// finished reads the tasks an UPDATE of finishRound changed, counts them
+// and appends the rows of their attempts to attempts.
+// What is left in byID was not changed.
+func (w *wtx) finished(rows *sql.Rows, byID map[string]finishRef, attempts [][]any) ([][]any, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var seq, n int64
+		if err := rows.Scan(&id, &seq, &n); err != nil {
+			return nil, err
+		}
+		r := byID[id]
+		delete(byID, id)
+		f := r.f()
+		w.move(store.InFlight, f.Status)
+		if a := &f.Attempt; a.AttemptNumber > 0 {
+			attempts = append(attempts, []any{seq, n - 1, a.AttemptNumber, ms(a.StartedAt), int64(a.Duration),
+				a.ResponseStatus, a.ErrorMessage, a.ResponseBody})
+		}
+	}
+	return attempts, rows.Err()
+}
+
+// refuse sets the errors of the items the UPDATE did not apply: their task
+// moved on (ErrLeaseLost) or never was (ErrNotFound).
+func (w *wtx) refuse(byID map[string]finishRef) error {
+	if len(byID) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(byID))
+	for id, r := range byID {
+		ids = append(ids, id)
+		r.op.errs[r.i] = fmt.Errorf("task %s: %w", id, store.ErrNotFound)
+	}
+	rows, err := w.query(`SELECT id FROM tasks WHERE id IN (SELECT CAST(unhex(value) AS TEXT) FROM json_each(?))`,
+		hexList(ids))
 	if err != nil {
 		return err
 	}
-	w.move(store.InFlight, f.Status)
-	if logged == 0 {
-		return nil
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		r := byID[id]
+		r.op.errs[r.i] = fmt.Errorf("task %s version %d: %w", id, r.f().Version, store.ErrLeaseLost)
 	}
-	a := &f.Attempt
-	_, err = w.exec(`INSERT INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
-		response_status, error_message, response_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		seq, n-1, a.AttemptNumber, ms(a.StartedAt), int64(a.Duration), a.ResponseStatus, a.ErrorMessage, a.ResponseBody)
-	return err
+	return rows.Err()
 }
 
 func jsonInts(v []int64) string {
@@ -273,7 +344,18 @@ func jsonInts(v []int64) string {
 	return string(append(b, ']'))
 }
 
-func jsonStrings(v []string) string {
-	b, _ := json.Marshal(v) // a []string always encodes
-	return string(b)
+// hexList is a JSON array of the strings in hex, which SQL turns back into
+// the very same bytes with unhex: JSON itself cannot carry invalid UTF-8.
+func hexList(v []string) string {
+	b := make([]byte, 0, len(v)*75+2)
+	b = append(b, '[')
+	for i, s := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = hex.AppendEncode(b, []byte(s))
+		b = append(b, '"')
+	}
+	return string(append(b, ']'))
 }

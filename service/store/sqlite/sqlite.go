@@ -120,7 +120,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		writerDone: make(chan struct{}),
 		readStmts:  map[string]*sql.Stmt{},
 	}
-	if err := s.checkSettings(ctx); err == nil {
+	err = s.checkSettings(ctx)
+	if err == nil {
 		err = migrate(ctx, conn)
 	}
 	if err != nil {

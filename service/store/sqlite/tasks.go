@@ -61,12 +61,12 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, status,
-			attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
+		if err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
+			wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
 			claimed_at, version, log_count, created_at, updated_at, finished_at)
-			VALUES (?, ?, ?, ?, ?, 'PENDING', 0, ?, 0, ?, '', 0, 0, 0, 1, 0, ?, ?, 0) RETURNING seq`,
+			VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0) RETURNING seq`,
 			t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, ms(t.NextAttemptAt),
-			ms(t.BudgetStart), ms(t.CreatedAt), ms(t.CreatedAt)).Scan(&seq); err != nil {
+			ms(t.BudgetStart), ms(t.CreatedAt)).Scan(&seq); err != nil {
 			return err
 		}
 		body := t.Body
@@ -123,11 +123,11 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 		where, args = append(where, "t.policy_id = ?"), append(args, f.PolicyID)
 	}
 	if len(f.Statuses) > 0 {
-		in, err := statusList(f.Statuses)
+		states, statuses, err := statusLists(f.Statuses)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list tasks: %w", err)
 		}
-		where = append(where, "t.status IN ("+in+")")
+		where = append(where, "t.state IN ("+states+")", "t.status IN ("+statuses+")")
 	}
 	q := taskSelect
 	if len(where) > 0 {
@@ -162,19 +162,29 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 	return items, "", nil
 }
 
-// statusList renders statuses as SQL literals, sorted, so that the
-// dead-letter list matches the tasks_dead partial index word for word. The
-// values are checked against the known states first.
-func statusList(statuses []store.Status) (string, error) {
-	lits := make([]string, 0, len(statuses))
-	for _, st := range statuses {
-		if !known(st) {
-			return "", fmt.Errorf("status %q: %w", st, store.ErrInvalid)
+// statusLists renders statuses, and the states they belong to, as SQL
+// literals, sorted, so that the dead-letter list matches the tasks_dead
+// partial index word for word. The statuses are checked against the known
+// ones first: nothing else reaches the SQL text.
+func statusLists(statuses []store.Status) (states, exact string, err error) {
+	var st, ex []string
+	for _, s := range statuses {
+		if !known(s) {
+			return "", "", fmt.Errorf("status %q: %w", s, store.ErrInvalid)
 		}
-		lits = append(lits, "'"+string(st)+"'")
+		st, ex = append(st, "'"+stateOf(s)+"'"), append(ex, "'"+string(s)+"'")
 	}
-	slices.Sort(lits)
-	return strings.Join(slices.Compact(lits), ", "), nil
+	slices.Sort(st)
+	slices.Sort(ex)
+	return strings.Join(slices.Compact(st), ", "), strings.Join(slices.Compact(ex), ", "), nil
+}
+
+// stateOf is the indexed state of a status: LIVE, or the terminal status.
+func stateOf(s store.Status) string {
+	if s.Terminal() {
+		return string(s)
+	}
+	return "LIVE"
 }
 
 func known(st store.Status) bool {
@@ -190,9 +200,9 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 	var set string
 	switch tr.To {
 	case store.Cancelled:
-		set = `status = 'CANCELLED', finished_at = ?1, updated_at = ?1, version = version + 1`
+		set = `state = 'CANCELLED', status = 'CANCELLED', finished_at = ?1, updated_at = ?1, version = version + 1`
 	case store.Pending:
-		set = `status = 'PENDING', attempt_number = 0, prev_delay_ns = 0, last_error = '', last_status = 0,
+		set = `state = 'LIVE', status = 'PENDING', wake_at = ?1, attempt_number = 0, prev_delay_ns = 0, last_error = '', last_status = 0,
 			next_attempt_at = ?1, budget_start = ?1, finished_at = 0, lease_until = 0, updated_at = ?1,
 			version = version + 1`
 	default:

@@ -27,9 +27,10 @@ type writeOp struct {
 // wtx is the write connection and what the operation running on it has
 // changed in the task counts.
 type wtx struct {
-	conn  *sql.Conn
-	stmts map[string]*sql.Stmt
-	delta map[store.Status]int64
+	conn      *sql.Conn
+	stmts     map[string]*sql.Stmt
+	bulkStmts map[bulkKey]*sql.Stmt
+	delta     map[store.Status]int64
 }
 
 // write queues run for the writer and waits for the commit that makes it
@@ -204,7 +205,7 @@ func (w *wtx) stmt(query string) (*sql.Stmt, error) {
 	if st, ok := w.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := w.conn.PrepareContext(context.Background(), query)
+	st, err := w.conn.PrepareContext(bg, query)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +216,7 @@ func (w *wtx) stmt(query string) (*sql.Stmt, error) {
 // The writer's statements run without the caller's context: once an
 // operation has started it finishes, and a context with a Done channel
 // would cost the driver a goroutine per statement.
+var bg = context.Background()
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
 	st, err := w.stmt(query)
@@ -235,6 +237,9 @@ func (w *wtx) query(query string, args ...any) (*sql.Rows, error) {
 func (w *wtx) close() error {
 	var errs []error
 	for _, st := range w.stmts {
+		errs = append(errs, st.Close())
+	}
+	for _, st := range w.bulkStmts {
 		errs = append(errs, st.Close())
 	}
 	return errors.Join(append(errs, w.conn.Close())...)

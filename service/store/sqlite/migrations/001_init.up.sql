@@ -11,6 +11,13 @@ CREATE TABLE policies (
 -- The hot row: what claims and finishes rewrite. seq (the rowid) is the
 -- creation order and the list cursor; the request itself lives in
 -- task_payloads so that rewriting a task never copies its body.
+--
+-- A retry cycle (PENDING → IN_FLIGHT → PENDING) must touch as few index
+-- entries as it can, so status is in no index. Indexes use state instead,
+-- which is LIVE for PENDING and IN_FLIGHT and the status itself once
+-- terminal, and wake_at: when the scheduler must next look at a live task,
+-- its next attempt when PENDING and its lease's end when IN_FLIGHT. A claim
+-- or a retry then moves one entry of tasks_wake and nothing else.
 CREATE TABLE tasks (
     seq             INTEGER PRIMARY KEY,
     id              TEXT    NOT NULL,
@@ -18,7 +25,9 @@ CREATE TABLE tasks (
     idempotency_key TEXT    NOT NULL,
     request_hash    TEXT    NOT NULL,
     policy_id       TEXT    NOT NULL,
+    state           TEXT    NOT NULL,
     status          TEXT    NOT NULL,
+    wake_at         INTEGER NOT NULL,
     attempt_number  INTEGER NOT NULL,
     next_attempt_at INTEGER NOT NULL,
     prev_delay_ns   INTEGER NOT NULL,
@@ -36,14 +45,14 @@ CREATE TABLE tasks (
 
 CREATE UNIQUE INDEX tasks_id ON tasks (id);
 CREATE UNIQUE INDEX tasks_idempotency ON tasks (tenant, idempotency_key);
--- Claims: due tasks and expired leases, each in a small partial index.
-CREATE INDEX tasks_due ON tasks (next_attempt_at) WHERE status = 'PENDING';
-CREATE INDEX tasks_lease ON tasks (lease_until) WHERE status = 'IN_FLIGHT';
+-- Claims: due tasks and expired leases, in one small partial index.
+CREATE INDEX tasks_wake ON tasks (wake_at) WHERE state = 'LIVE';
 -- Lists, newest first (the rowid ends every index).
 CREATE INDEX tasks_tenant ON tasks (tenant);
-CREATE INDEX tasks_tenant_status ON tasks (tenant, status);
+CREATE INDEX tasks_tenant_state ON tasks (tenant, state);
 CREATE INDEX tasks_tenant_policy ON tasks (tenant, policy_id);
-CREATE INDEX tasks_dead ON tasks (tenant) WHERE status IN ('EXHAUSTED', 'FAILED');
+CREATE INDEX tasks_state ON tasks (state);
+CREATE INDEX tasks_dead ON tasks (tenant) WHERE state IN ('EXHAUSTED', 'FAILED');
 
 CREATE TABLE task_payloads (
     task_seq    INTEGER PRIMARY KEY,
