@@ -232,3 +232,41 @@ func TestRunHelp(t *testing.T) {
 		}
 	}
 }
+
+func FuzzIntList(f *testing.F) {
+	for _, s := range []string{"10,20,30", "5", "", "0", "-1", "1,,2", " 7 , 8 ", "1e3", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got []int
+		if intList(&got).Set(s) != nil {
+			return
+		}
+		for _, n := range got {
+			if n < 1 {
+				t.Fatalf("%q gave %v, with a count below 1", s, got)
+			}
+		}
+		var again []int
+		if err := intList(&again).Set(intList(&got).String()); err != nil || !slices.Equal(again, got) {
+			t.Errorf("%q gave %v, which prints as a list that reads back as %v (%v)", s, got, again, err)
+		}
+	})
+}
+
+func FuzzFloatList(f *testing.F) {
+	for _, s := range []string{"0.01,0.1,0.5,1", "0", "1.5", "NaN", "-0", ",", "1e-300", "Inf"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var got []float64
+		if floatList(&got).Set(s) != nil {
+			return
+		}
+		for _, r := range got {
+			if !(r >= 0 && r <= 1) {
+				t.Fatalf("%q gave %v, with a rate outside [0, 1]", s, got)
+			}
+		}
+	})
+}

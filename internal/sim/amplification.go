@@ -58,7 +58,10 @@ func (r AmplificationResult) SuccessRate() float64 {
 var errBottom = errors.New("bottom layer failed")
 
 // RunAmplification serves c.Requests user requests through real retry.Do
-// calls, or returns ctx's error if ctx ends first.
+// calls. It returns an error if Layers, Attempts or Requests is below 1, the
+// failure rate is outside [0, 1] or the quota is invalid, and ctx's error if
+// ctx ends first. Each call makes its own quotas, so any number may run at
+// once.
 func RunAmplification(ctx context.Context, c AmplificationConfig) (AmplificationResult, error) {
 	switch {
 	case c.Layers < 1 || c.Attempts < 1 || c.Requests < 1:

@@ -38,9 +38,11 @@ const (
 	writeAnswered
 )
 
-// RunOCC runs the experiment once. It always ends: a write fails only when
-// another client's write succeeded since the read, and one client's read-write
-// windows do not overlap, so each client fails at most Clients−1 times.
+// RunOCC runs the experiment once; with Clients ≤ 0 it returns the zero
+// result. It always ends: a write fails only when another client's write
+// succeeded since the read, and one client's read-write windows do not
+// overlap, so each client fails at most Clients−1 times. It shares nothing
+// between calls, so any number may run at once.
 func RunOCC(c OCCConfig) OCCResult {
 	if c.Clients <= 0 {
 		return OCCResult{}
@@ -105,8 +107,9 @@ type OCCRow struct {
 	Completion time.Duration // time of the last event
 }
 
-// Run returns one row per strategy and client count, strategies outermost.
-// It returns ctx's error if ctx ends first.
+// Run returns one row per strategy and client count, strategies outermost,
+// or an error if Runs or a client count is below 1, or ctx's error if ctx
+// ends first.
 func (x OCCExperiment) Run(ctx context.Context) ([]OCCRow, error) {
 	if x.Runs < 1 {
 		return nil, errors.New("occ: runs must be at least 1")

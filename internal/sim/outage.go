@@ -69,7 +69,9 @@ type OutageResult struct {
 	Load       []int         // requests received in each Bucket, from time 0
 }
 
-// RunOutage runs the experiment once.
+// RunOutage runs the experiment once, or returns an error if c has fewer
+// than 1 client or request/s of capacity, a negative spread or outage, or a
+// bin that is not positive. Any number may run at once.
 func RunOutage(c OutageConfig) (OutageResult, error) {
 	if err := c.validate(); err != nil {
 		return OutageResult{}, err
