@@ -20,13 +20,21 @@ import (
 	"github.com/retrykit/retry/internal/sim"
 )
 
-// strategyColors gives each strategy the same color in every chart.
-var strategyColors = map[string]color.Color{
-	sim.NoBackoff:    color.RGBA{R: 0x88, G: 0x88, B: 0x88, A: 0xff},
-	sim.Exponential:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	sim.EqualJitter:  color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	sim.FullJitter:   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	sim.Decorrelated: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+// strategyColor gives each strategy the same color in every chart.
+func strategyColor(name string) color.Color {
+	switch name {
+	case sim.NoBackoff:
+		return color.RGBA{R: 0x88, G: 0x88, B: 0x88, A: 0xff}
+	case sim.Exponential:
+		return color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	case sim.EqualJitter:
+		return color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+	case sim.FullJitter:
+		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	case sim.Decorrelated:
+		return color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	}
+	return color.Black
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -38,11 +46,11 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.XOffs = 3 * vg.Millimeter // clear of the Y axis's top label
-	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks, niceTicks
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.TickerFunc(niceTicks), plot.TickerFunc(niceTicks)
 	return p
 }
 
-// addLine draws xys in c, with points marked when marks is set.
+// addLine draws xys on p in color c, marking the points when marks is set.
 func addLine(p *plot.Plot, name string, c color.Color, xys plotter.XYs, marks bool) error {
 	l, s, err := plotter.NewLinePoints(xys)
 	if err != nil {
@@ -62,7 +70,7 @@ func addLine(p *plot.Plot, name string, c color.Color, xys plotter.XYs, marks bo
 
 // niceTicks marks a linear axis at about six round values (1, 2 or 5 times
 // a power of ten apart), labelled without needless decimals.
-var niceTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+func niceTicks(lo, hi float64) []plot.Tick {
 	raw := (hi - lo) / 6
 	if !(raw > 0) {
 		return plot.DefaultTicks{}.Ticks(lo, hi)
@@ -75,14 +83,15 @@ var niceTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticksEvery(step).Ticks(lo, hi)
-})
+}
 
 // ticksEvery marks an axis every step, labelled without needless decimals.
 func ticksEvery(step float64) plot.Ticker {
 	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 		var ticks []plot.Tick
-		for v := math.Ceil(lo/step) * step; v <= hi; v += step {
-			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		for k := math.Ceil(lo / step); k*step <= hi; k++ {
+			v := k * step
+			ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 10, 64)})
 		}
 		return ticks
 	})
@@ -153,7 +162,7 @@ func plotOCC(path string, x sim.OCCExperiment, rows []sim.OCCRow) error {
 			cw[c] = plotter.XY{X: float64(n), Y: r.Calls}
 			ct[c] = plotter.XY{X: float64(n), Y: r.Completion.Seconds()}
 		}
-		col := strategyColors[strat.Name]
+		col := strategyColor(strat.Name)
 		if err := addLine(calls, strat.Name, col, cw, true); err != nil {
 			return err
 		}
@@ -177,7 +186,7 @@ func plotOutage(path string, x sim.OutageExperiment, rows []sim.OutageRow) error
 			// A log axis has no zero: an empty bin is drawn at the floor.
 			xys[b] = plotter.XY{X: float64(b) * bin, Y: math.Max(v, 1)}
 		}
-		if err := addLine(p, r.Strategy.Name, strategyColors[r.Strategy.Name], xys, false); err != nil {
+		if err := addLine(p, r.Strategy.Name, strategyColor(r.Strategy.Name), xys, false); err != nil {
 			return err
 		}
 	}
@@ -220,9 +229,9 @@ func plotAmplification(path string, rows []amplificationRow) error {
 				ss = append(ss, plotter.XY{X: 100 * r.FailureRate, Y: 100 * r.SuccessRate})
 			}
 		}
-		name, col := "no retry budget", strategyColors[sim.Exponential]
+		name, col := "no retry budget", strategyColor(sim.Exponential)
 		if withQuota {
-			name, col = "retry.Quota per layer", strategyColors[sim.FullJitter]
+			name, col = "retry.Quota per layer", strategyColor(sim.FullJitter)
 		}
 		if err := addLine(calls, name, col, cs, true); err != nil {
 			return err
