@@ -17,13 +17,13 @@ func TestPolicyJSON(t *testing.T) {
 		MaxAttempts:          7,
 		Budget:               90 * time.Second,
 		RetryableStatusCodes: []int{429, 503},
-		Backoff:              backoff.Policy{Kind: backoff.Linear, Base: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.EqualJitter},
+		Backoff:              backoff.Policy{Kind: backoff.Linear, Base: 200 * time.Millisecond, Multiplier: 2, Increment: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.EqualJitter, JitterFactor: 0.1},
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"backoff":"LINEAR","initialDelayMs":200,"multiplier":0,"incrementMs":0,"minDelayMs":0,"maxDelayMs":10000,"jitterType":"EQUAL","jitterFactor":0,"maxAttempts":7,"totalBudgetMs":90000,"retryableStatusCodes":[429,503]}`
+	want := `{"backoff":"LINEAR","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":10000,"jitterType":"EQUAL","jitterFactor":0.1,"maxAttempts":7,"totalBudgetMs":90000,"retryableStatusCodes":[429,503]}`
 	if string(data) != want {
 		t.Errorf("Marshal = %s\nwant      %s", data, want)
 	}

@@ -58,12 +58,24 @@ func ParseJitter(s string) (Jitter, error) {
 
 // MarshalJSON encodes p with the service's field names: backoff,
 // initialDelayMs, multiplier, incrementMs, minDelayMs, maxDelayMs, jitterType,
-// jitterFactor. The zero Policy encodes as Default(). Durations are
-// milliseconds, fractional when they are not whole. A Custom kind or jitter
-// cannot be encoded: a function has no JSON.
+// jitterFactor. The encoding is canonical: every field is written with its
+// effective value (the zero Policy as Default(), a zero Multiplier as
+// DefaultMultiplier, a zero Increment as Base, a zero JitterFactor as
+// DefaultJitterFactor), so two policies that behave alike encode alike.
+// Durations are milliseconds, fractional when they are not whole. A Custom
+// kind or jitter cannot be encoded: a function has no JSON.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	if p.IsZero() {
 		p = Default()
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = DefaultMultiplier
+	}
+	if p.Increment == 0 {
+		p.Increment = p.Base
+	}
+	if p.JitterFactor == 0 {
+		p.JitterFactor = DefaultJitterFactor
 	}
 	if p.Kind == Custom || p.Jitter == CustomJitter {
 		return nil, errors.New("backoff: a CUSTOM backoff or jitter cannot be encoded as JSON")

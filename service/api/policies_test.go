@@ -15,8 +15,8 @@ func TestPolicyPutDefaultsAndIdempotence(t *testing.T) {
 	got := first.wantStatus(t, http.StatusCreated)
 	want := map[string]any{
 		"policyId": "p1", "backoff": "EXPONENTIAL", "initialDelayMs": 100.0, "multiplier": 2.0,
-		"incrementMs": 0.0, "minDelayMs": 0.0, "maxDelayMs": 30000.0, "jitterType": "FULL",
-		"jitterFactor": 0.0, "maxAttempts": 5.0, "totalBudgetMs": 0.0,
+		"incrementMs": 100.0, "minDelayMs": 0.0, "maxDelayMs": 30000.0, "jitterType": "FULL",
+		"jitterFactor": 0.1, "maxAttempts": 5.0, "totalBudgetMs": 0.0,
 		"retryableStatusCodes": []any{408.0, 425.0, 429.0, 500.0, 502.0, 503.0, 504.0},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -27,6 +27,7 @@ func TestPolicyPutDefaultsAndIdempotence(t *testing.T) {
 	for _, body := range []string{
 		`{"policyId":"p1","maxAttempts":5}`,
 		`{"maxAttempts":5,"policyId":"p1","backoff":"EXPONENTIAL","jitterType":"FULL","maxDelayMs":30000}`,
+		`{"policyId":"p1","maxAttempts":5,"multiplier":0,"jitterFactor":0,"incrementMs":0}`,
 	} {
 		again := e.do(t, "POST", "/retry-policies", body)
 		again.wantStatus(t, http.StatusOK)
