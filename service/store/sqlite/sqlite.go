@@ -15,6 +15,13 @@
 // is rolled back alone: it never leaves half of itself behind, and it does
 // not fail the writes it shared a transaction with.
 //
+// After a crash, reopening the file recovers every acknowledged change and
+// no part of any other: a write that had not returned is there whole or
+// not at all. A claim acknowledged before the crash keeps its lease until
+// it runs out; the task is then claimed again, its lost attempt counted.
+// Tests check this by copying the files of an open store and by killing a
+// writing process with SIGKILL.
+//
 // Reads use a separate pool of connections and see every committed change.
 //
 // One process should use a file at a time: the scheduler above keeps due
