@@ -18,7 +18,7 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		signal(s.freeC)
 	}()
 	if wait := time.Until(t.NextAttemptAt); wait > 0 {
-		// Claimed ahead of time (Config.ClaimAhead): hold it until due.
+		// Claimed ahead of time (see lookahead): hold it until due.
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:

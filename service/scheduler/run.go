@@ -60,8 +60,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // claimLoop claims due tasks whenever a worker is free, sleeping until the
-// earliest due time, a Wake or a free worker otherwise. It looks ClaimAhead
-// into the future, so that the durable claim is done by the time the task
+// earliest due time, a Wake or a free worker otherwise. It looks ahead
+// (see lookahead), so that the durable claim is done by the time the task
 // is due, and keeps up to maxClaims claims in flight, so that the store can
 // commit one while the next gathers.
 func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
@@ -71,7 +71,9 @@ func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
 		free := s.cfg.Workers - int(s.busy.Load())
 		// The store compares whole milliseconds; asking with a finer Now
 		// would take entries from the heap that it would not hand out yet.
-		horizon := time.Now().Add(s.cfg.ClaimAhead).Truncate(time.Millisecond)
+		now := time.Now()
+		ahead := s.ahead.get(now)
+		horizon := now.Add(ahead).Truncate(time.Millisecond)
 		var ids []string
 		canClaim := free > 0 && s.claiming.Load() < maxClaims
 		s.mu.Lock()
@@ -93,7 +95,7 @@ func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
 		// can change anything.
 		var fire <-chan time.Time
 		if ok && canClaim {
-			timer.Reset(time.Until(next.Add(-s.cfg.ClaimAhead)))
+			timer.Reset(next.Add(-ahead).Sub(now))
 			fire = timer.C
 		}
 		select {
@@ -121,10 +123,12 @@ func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []
 		signal(s.freeC)
 	}()
 	var tasks []*store.Task
+	began := time.Now()
 	err := s.storeCall(ctx, "TaskClaim", func(ctx context.Context) (err error) {
 		tasks, err = s.st.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: s.cfg.Lease, Limit: len(ids), IDs: ids})
 		return err
 	})
+	s.ahead.observe(time.Now(), time.Since(began))
 	s.busy.Add(-int64(len(ids) - len(tasks)))
 	if err != nil {
 		// Only shutdown or a broken store gets here: keep the IDs for the

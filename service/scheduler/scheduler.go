@@ -42,6 +42,9 @@ const (
 // reclaimed.
 const leaseMargin = time.Second
 
+// maxClaimAhead bounds how far ahead of its due time a task is claimed.
+const maxClaimAhead = time.Second
+
 // Recorder is told what the scheduler does; *metrics.Metrics is one. Its
 // methods are called from many goroutines at once.
 type Recorder interface {
@@ -62,9 +65,11 @@ type Config struct {
 	Lease   time.Duration // how long a claimed task is ours; must exceed the dispatcher's timeout by a second
 
 	ClaimBatch int // most tasks claimed in one store call
-	// ClaimAhead is how long before its due time a task may be claimed:
-	// its worker then waits for the due time, so the claim's durable
-	// commit does not delay the attempt. Negative means 0.
+	// ClaimAhead is how long before its due time a task is claimed at
+	// least: its worker then waits for the due time, so the claim's
+	// durable commit does not delay the attempt. When claims get slower
+	// the scheduler looks further ahead, up to a second (and less than
+	// the lease's margin over an attempt). Negative means 0.
 	ClaimAhead  time.Duration
 	CommitBatch int           // most outcomes recorded in one store call
 	CommitWait  time.Duration // how long a commit waits for more outcomes to share it
@@ -94,8 +99,9 @@ type Scheduler struct {
 	pols       policyCache
 	storeRetry retry.Policy
 
-	mu   sync.Mutex
-	heap *dueHeap
+	mu    sync.Mutex
+	heap  *dueHeap
+	ahead lookahead
 
 	wakeC    chan struct{} // the heap's earliest entry may have moved earlier
 	freeC    chan struct{} // a worker became free
@@ -124,13 +130,18 @@ func New(cfg Config) (*Scheduler, error) {
 	setDefault(&cfg.Resync, DefaultResync)
 	setDefault(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	cfg.ClaimBatch = min(cfg.ClaimBatch, store.MaxClaimLimit)
-	if min := cfg.Dispatcher.Timeout() + leaseMargin; cfg.Lease < min {
+	spare := cfg.Lease - cfg.Dispatcher.Timeout() - leaseMargin
+	if spare < 0 {
 		return nil, fmt.Errorf("scheduler: lease %v is too short: attempts may take %v, so it must be at least %v",
-			cfg.Lease, cfg.Dispatcher.Timeout(), min)
+			cfg.Lease, cfg.Dispatcher.Timeout(), cfg.Dispatcher.Timeout()+leaseMargin)
 	}
 	s := &Scheduler{
 		cfg: cfg, st: cfg.Store, disp: cfg.Dispatcher, rec: cfg.Recorder, log: cfg.Logger,
-		heap:    newDueHeap(),
+		heap: newDueHeap(),
+		// Claiming ahead shortens the lease's margin over an attempt (a
+		// claim's lease is counted from the horizon it claimed up to),
+		// so the look-ahead takes at most half of what is spare.
+		ahead:   lookahead{min: min(cfg.ClaimAhead, spare/2), max: min(maxClaimAhead, spare/2)},
 		wakeC:   make(chan struct{}, 1),
 		freeC:   make(chan struct{}, 1),
 		commits: make(chan finished, cfg.CommitBatch),
