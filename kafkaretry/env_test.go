@@ -136,6 +136,9 @@ func (e *env) run(t *testing.T, cfg kafkaretry.Config) (stop func()) {
 	if cfg.Group == "" {
 		cfg.Group = group
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slogT(t)
+	}
 	p, err := kafkaretry.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -286,3 +289,8 @@ func (b *logBuffer) logger() *slog.Logger {
 }
 
 var errFlaky = errors.New("flaky downstream")
+
+// slogT logs to the test's output, shown when it fails or with -v.
+func slogT(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), nil))
+}

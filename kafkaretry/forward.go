@@ -71,7 +71,7 @@ func (p *Processor) handle(ctx context.Context, cl *kgo.Client, it item) error {
 		to, st.DLQReason = p.dlq, reason.Error()
 		st.ProcessAfter, st.PrevDelay = time.Time{}, 0
 	}
-	fwd := &kgo.Record{Topic: to, Key: it.rec.Key, Value: it.rec.Value, Headers: withState(it.rec, &st), Timestamp: now}
+	fwd := &kgo.Record{Topic: to, Key: it.rec.Key, Value: it.rec.Value, Headers: withState(it.rec, &st)}
 	if err := p.forward(ctx, cl, fwd); err != nil {
 		return err
 	}

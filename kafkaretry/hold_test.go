@@ -1,0 +1,128 @@
+package kafkaretry_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/kafkaretry"
+)
+
+// retryRec is a record of the retry topic with the given state.
+func retryRec(id string, partition int32, st kafkaretry.State) *kgo.Record {
+	r := rec(id, partition)
+	r.Topic = kafkaretry.RetryTopic(topic, 0)
+	r.Headers = st.Headers()
+	return r
+}
+
+// TestHeldRecordBlocksNothingElse holds a record for an hour in partition 0
+// of the retry topic while partition 1 and the main topic keep flowing.
+func TestHeldRecordBlocksNothingElse(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(2, topic, kafkaretry.RetryTopic(topic, 0), kafkaretry.DLQTopic(topic)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e := &env{c: c, opts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}}
+
+	now := time.Now()
+	e.produce(t,
+		retryRec("held", 0, kafkaretry.State{Attempt: 1, ProcessAfter: now.Add(time.Hour), FirstAttempt: now}),
+		retryRec("behind-held", 0, kafkaretry.State{Attempt: 1, ProcessAfter: now, FirstAttempt: now}),
+		retryRec("soon", 1, kafkaretry.State{Attempt: 1, ProcessAfter: now.Add(300 * time.Millisecond), FirstAttempt: now}),
+	)
+	j := newJournal()
+	reg := prometheus.NewRegistry()
+	e.run(t, kafkaretry.Config{Handler: j.handler(func(call) error { return nil }), Registerer: reg})
+
+	e.produce(t, rec("main-0", 0), rec("main-1", 1))
+	waitFor(t, "the other retry partition and the main topic", func() bool {
+		return len(j.of("soon")) == 1 && len(j.of("main-0")) == 1 && len(j.of("main-1")) == 1
+	})
+	// The main topic keeps flowing while the record is held.
+	e.produce(t, rec("main-2", 0))
+	waitFor(t, "a later main record", func() bool { return len(j.of("main-2")) == 1 })
+	waitFor(t, "two held records", func() bool { return metric(t, reg, "kafkaretry_held_records") == 2 })
+
+	if soon := j.of("soon")[0]; soon.at.Before(now.Add(300 * time.Millisecond).Truncate(time.Millisecond)) {
+		t.Errorf("soon handled at %v, before it was due", soon.at)
+	}
+	for _, id := range []string{"held", "behind-held"} {
+		if got := len(j.of(id)); got != 0 {
+			t.Errorf("%s handled %d times while its partition's head is due in an hour", id, got)
+		}
+	}
+}
+
+// TestRestartMidRetry stops a Processor while it holds records and checks
+// that the next one handles each of them once it is due, losing none.
+func TestRestartMidRetry(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 3)
+	const delay = 2 * time.Second
+	j := newJournal()
+	cfg := kafkaretry.Config{
+		Policy: retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: delay, Jitter: backoff.NoJitter}},
+		Handler: j.handler(func(c call) error {
+			if c.topic == topic {
+				return errFlaky
+			}
+			return nil
+		}),
+	}
+	regA := prometheus.NewRegistry()
+	cfgA := cfg
+	cfgA.Registerer = regA
+	stopA := e.run(t, cfgA)
+
+	const n = 6
+	for i := range n {
+		e.produce(t, rec("id-"+strconv.Itoa(i), int32(i%3)))
+	}
+	// Pausing stops the fetching of a partition at its held head, so the
+	// first processor holds one record or a few per partition; the others
+	// wait in Kafka.
+	waitFor(t, "every record forwarded and some held", func() bool {
+		var forwarded int64
+		for _, o := range e.committed(t, group, topic) {
+			forwarded += o
+		}
+		return forwarded == n && metric(t, regA, "kafkaretry_held_records") > 0
+	})
+	if got := len(j.all()); got != n {
+		t.Fatalf("%d calls before the first processor stopped, want %d: the delay is too short for this machine", got, n)
+	}
+	stopA()
+
+	cfgB := cfg
+	cfgB.Registerer = prometheus.NewRegistry()
+	e.run(t, cfgB)
+	waitFor(t, "every record retried", func() bool {
+		for i := range n {
+			if len(j.of("id-"+strconv.Itoa(i))) < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range n {
+		id := "id-" + strconv.Itoa(i)
+		calls := j.of(id)
+		if calls[0].topic != topic || len(calls) != 2 {
+			t.Errorf("%s: %d calls, first from %s; want 2, the first from %s", id, len(calls), calls[0].topic, topic)
+			continue
+		}
+		if due := processAfter(t, calls[1].rec); calls[1].at.Before(due) {
+			t.Errorf("%s retried at %v, before its x-process-after %v", id, calls[1].at, due)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package kafkaretry_test
+
+import (
+	"math"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/kafkaretry"
+)
+
+// TestProduceFailureCommitsNothing makes the broker refuse every produce to
+// the retry topic (kfake's control hook answers them with an error) and
+// checks that the main topic's offset is not committed until the refusal
+// ends, and that the record is then forwarded once.
+func TestProduceFailureCommitsNothing(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 1)
+	retryTopic := kafkaretry.RetryTopic(topic, 0)
+	adm := kadm.NewClient(e.client(t))
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, retryTopic); err != nil {
+		t.Fatal(err)
+	}
+	details, err := adm.ListTopics(t.Context(), retryTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retryID := details[retryTopic].ID
+
+	var failing atomic.Bool
+	var refused atomic.Int32
+	failing.Store(true)
+	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		if !failing.Load() || !slices.ContainsFunc(req.Topics, func(rt kmsg.ProduceRequestTopic) bool {
+			return rt.Topic == retryTopic || rt.TopicID == retryID
+		}) {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.PolicyViolation.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+
+	j := newJournal()
+	e.run(t, kafkaretry.Config{
+		Policy:        retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Jitter: backoff.NoJitter}},
+		ProducePolicy: retry.Policy{MaxAttempts: math.MaxInt, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 50 * time.Millisecond, Jitter: backoff.NoJitter}},
+		Handler: j.handler(func(c call) error {
+			if c.topic == topic {
+				return errFlaky
+			}
+			return nil
+		}),
+	})
+	e.produce(t, rec("a", 0))
+	waitFor(t, "three refused forwards", func() bool { return refused.Load() >= 3 })
+
+	if got := e.committed(t, group, topic); len(got) != 0 {
+		t.Errorf("committed %v while the forward was refused, want nothing", got)
+	}
+	if got := len(j.of("a")); got != 1 {
+		t.Errorf("handled %d times while the forward was refused, want 1: a refused forward is retried, not the handler", got)
+	}
+	if got := len(e.records(t, retryTopic)); got != 0 {
+		t.Errorf("retry topic has %d records while refusing them", got)
+	}
+
+	failing.Store(false)
+	waitFor(t, "the retry", func() bool { return len(j.of("a")) == 2 })
+	waitFor(t, "the commit", func() bool { return e.committed(t, group, topic)[0] == 1 })
+	if got := len(e.records(t, retryTopic)); got != 1 {
+		t.Errorf("retry topic has %d records, want the record forwarded once", got)
+	}
+}
