@@ -14,14 +14,16 @@ import (
 
 var benchStart = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// seed creates n due tasks, in batches of concurrent creates.
-func seed(b *testing.B, s *sqlite.Store, n int) {
+// seed creates n due tasks, in batches of concurrent creates, and returns
+// their IDs.
+func seed(b *testing.B, s *sqlite.Store, n int) []string {
 	b.Helper()
+	ids := make([]string, n)
 	var wg sync.WaitGroup
 	for w := range 32 {
 		wg.Go(func() {
 			for i := w; i < n; i += 32 {
-				_, _, err := s.TaskCreate(context.Background(), &store.Task{
+				t, _, err := s.TaskCreate(context.Background(), &store.Task{
 					Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i), TargetURL: "http://127.0.0.1:9/hook",
 					Method: "POST", Headers: map[string]string{"Content-Type": "application/json"},
 					Body: []byte(`{"order":12345,"amount":"9.99"}`), PolicyID: "p", CreatedAt: benchStart,
@@ -30,10 +32,12 @@ func seed(b *testing.B, s *sqlite.Store, n int) {
 					b.Error(err)
 					return
 				}
+				ids[i] = t.ID
 			}
 		})
 	}
 	wg.Wait()
+	return ids
 }
 
 // meter measures a benchmark's rate in wall time and its cost in the
@@ -74,22 +78,34 @@ func outcome(c *store.Task, now time.Time) store.Finish {
 
 // BenchmarkClaimFinish claims a batch of due tasks and finishes them with
 // one TaskFinish call, as a scheduler that batches both does: two durable
-// transactions per batch.
+// transactions per batch. The "ids" runs name the tasks to claim, as a
+// scheduler that keeps due tasks in memory does.
 func BenchmarkClaimFinish(b *testing.B) {
-	for _, batch := range []int{1, 64, 256} {
-		b.Run(fmt.Sprint("batch=", batch), func(b *testing.B) {
+	for _, c := range []struct {
+		batch int
+		ids   bool
+	}{{1, false}, {64, false}, {256, false}, {64, true}, {256, true}} {
+		name := fmt.Sprint("batch=", c.batch)
+		if c.ids {
+			name += ",ids"
+		}
+		b.Run(name, func(b *testing.B) {
 			s, _ := open(b)
 			defer s.Close()
-			seed(b, s, max(4*batch, 1024))
+			queue := seed(b, s, max(4*c.batch, 1024))
 			ctx := context.Background()
 			now := benchStart
 			done := 0
 			m := startMeter(b)
 			for done < b.N {
 				now = now.Add(time.Millisecond)
-				claimed, err := s.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(batch, b.N-done)})
-				if err != nil || len(claimed) == 0 {
-					b.Fatalf("TaskClaim = %d tasks, %v", len(claimed), err)
+				p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(c.batch, b.N-done)}
+				if c.ids {
+					p.IDs, queue = queue[:p.Limit], append(queue[p.Limit:], queue[:p.Limit]...)
+				}
+				claimed, err := s.TaskClaim(ctx, p)
+				if err != nil || len(claimed) != p.Limit {
+					b.Fatalf("TaskClaim = %d tasks, %v; want %d", len(claimed), err, p.Limit)
 				}
 				fs := make([]store.Finish, len(claimed))
 				for i, c := range claimed {

@@ -108,7 +108,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	pragmas := fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(OFF)",
 		cfg.busyTimeout.Milliseconds())
 
-	wdb, err := sql.Open("sqlite", name+pragmas+"&_pragma=cache_size(-65536)")
+	wdb, err := sql.Open("sqlite", name+pragmas+"&_pragma=cache_size(-65536)&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

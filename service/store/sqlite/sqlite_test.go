@@ -28,3 +28,15 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestConformanceShared(t *testing.T) {
+	t.Parallel()
+	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
+		first, path := open(t)
+		second, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return first, second
+	})
+}

@@ -13,6 +13,8 @@
 //
 // The subtests run in parallel, each on a store of its own, so newStore must
 // be safe to call concurrently. Run closes each store when its subtest ends.
+// A backend that several processes can share also runs RunShared, with two
+// stores on the same data.
 package storetest
 
 import (
