@@ -125,6 +125,16 @@ func parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	return errors.Join(errs...)
 }
 
+// ParseConfig reads the serve flags from args, with the RETRYD_* variables
+// (read through getenv) for those not on the command line. Flag errors and
+// usage go to usage as well as into the error.
+func ParseConfig(args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	var c Config
+	fs := newFlagSet("retryd", &c, usage)
+	err := parse(fs, args, getenv)
+	return c, err
+}
+
 // usageFooter explains the environment fallbacks below the flag list.
 const usageFooter = `
 Every flag may also be given as an environment variable: --allow-target is
