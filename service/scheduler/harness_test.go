@@ -65,7 +65,7 @@ func (tg *target) seen() []string {
 	return append([]string(nil), tg.keys...)
 }
 
-func openStore(t *testing.T, path string) store.Store {
+func openStore(t testing.TB, path string) store.Store {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "retryd.db")
@@ -78,7 +78,7 @@ func openStore(t *testing.T, path string) store.Store {
 	return st
 }
 
-func putPolicy(t *testing.T, st store.Store, id string, p retry.Policy) {
+func putPolicy(t testing.TB, st store.Store, id string, p retry.Policy) {
 	t.Helper()
 	spec, err := json.Marshal(p)
 	if err != nil {
@@ -108,7 +108,7 @@ type options struct {
 
 // start runs a scheduler on st until the test ends (or stop is called) and
 // returns it with a stop func that waits for Run to return.
-func start(t *testing.T, st store.Store, o options) (*scheduler.Scheduler, func()) {
+func start(t testing.TB, st store.Store, o options) (*scheduler.Scheduler, func()) {
 	t.Helper()
 	o.disp.Guard = dispatch.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	if o.disp.Timeout == 0 {
