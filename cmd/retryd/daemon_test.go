@@ -41,12 +41,18 @@ func TestMain(m *testing.M) {
 
 // daemon is a retryd process.
 type daemon struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	url  string
-	mu   sync.Mutex
-	logs bytes.Buffer
-	done chan struct{}
+	t     *testing.T
+	cmd   *exec.Cmd
+	url   string
+	token string // sent as a bearer token when set
+	logs  *logBuffer
+	done  chan struct{}
+}
+
+// logBuffer collects retryd's output.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 // e2eFlags are short timings so that leases expire within a test.
@@ -57,7 +63,7 @@ var e2eFlags = []string{"--listen", "127.0.0.1:0", "--log-format", "json", "--le
 // waits until it listens.
 func startDaemon(t *testing.T, db string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, done: make(chan struct{})}
+	d := &daemon{t: t, done: make(chan struct{}), logs: &logBuffer{}}
 	d.cmd = exec.Command(binary, append(append([]string{"--store", db}, e2eFlags...), args...)...)
 	d.cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no RETRYD_* from the test's environment
 	out, err := d.cmd.StdoutPipe()
@@ -74,9 +80,9 @@ func startDaemon(t *testing.T, db string, args ...string) *daemon {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Text()
-			d.mu.Lock()
-			d.logs.WriteString(line + "\n")
-			d.mu.Unlock()
+			d.logs.mu.Lock()
+			d.logs.buf.WriteString(line + "\n")
+			d.logs.mu.Unlock()
 			var rec struct{ Msg, URL string }
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "retryd listening" {
 				listening <- rec.URL
@@ -103,9 +109,9 @@ func startDaemon(t *testing.T, db string, args ...string) *daemon {
 }
 
 func (d *daemon) log() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
+	d.logs.mu.Lock()
+	defer d.logs.mu.Unlock()
+	return d.logs.buf.String()
 }
 
 // stop sends SIGTERM and waits for a clean exit.
@@ -150,6 +156,9 @@ func (d *daemon) call(method, path string, body any, want int, out any) {
 		d.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		d.t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -263,4 +264,39 @@ func TestRefusesPublicListenWithoutTokens(t *testing.T) {
 	if !strings.Contains(string(out), "without --tokens-file") {
 		t.Fatalf("output lacks the reason:\n%s", out)
 	}
+}
+
+func TestTenantsAreIsolated(t *testing.T) {
+	t.Parallel()
+	target := newFlaky(t)
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	const tokenA, tokenB = "token-of-tenant-a-0123456789", "token-of-tenant-b-0123456789"
+	if err := os.WriteFile(tokens, []byte(tokenA+" tenant-a\n"+tokenB+" tenant-b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, newDB(t), "--allow-target", "127.0.0.1/32", "--tokens-file", tokens)
+	as := func(token string) *daemon { c := *d; c.token = token; return &c }
+	a, b := as(tokenA), as(tokenB)
+
+	d.call("GET", "/retry-policies", nil, http.StatusUnauthorized, nil)
+	a.putPolicy("two", map[string]any{"backoff": "FIXED", "initialDelayMs": 10, "jitterType": "NONE", "maxAttempts": 2})
+	created := a.submit(target.URL+"/status/503", "two")
+	a.waitTask(created.TaskID, terminal)
+
+	b.call("GET", "/retry-tasks/"+created.TaskID, nil, http.StatusNotFound, nil)
+	b.call("GET", "/retry-tasks/"+created.TaskID+"/attempts", nil, http.StatusNotFound, nil)
+	b.call("POST", "/retry-tasks/"+created.TaskID+"/redrive", nil, http.StatusNotFound, nil)
+	b.call("DELETE", "/retry-tasks/"+created.TaskID, nil, http.StatusNotFound, nil)
+	b.call("GET", "/retry-policies/two", nil, http.StatusNotFound, nil)
+	var dead struct{ Items []task }
+	b.call("GET", "/dead-letters", nil, http.StatusOK, &dead)
+	if len(dead.Items) != 0 {
+		t.Fatalf("tenant b sees dead letters %+v", dead.Items)
+	}
+	a.call("GET", "/dead-letters", nil, http.StatusOK, &dead)
+	if len(dead.Items) != 1 {
+		t.Fatalf("tenant a sees %d dead letters, want 1", len(dead.Items))
+	}
+	// Tenant b cannot use tenant a's policy either.
+	b.call("POST", "/retry-tasks", map[string]any{"targetUrl": target.URL, "method": "POST", "policyId": "two"}, http.StatusBadRequest, nil)
 }
