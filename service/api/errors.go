@@ -101,6 +101,8 @@ func storeError(err error, what string) error {
 		return errorf(http.StatusNotFound, CodeNotFound, "", "%s not found", what)
 	case errors.Is(err, store.ErrConflict):
 		return errorf(http.StatusConflict, CodeConflict, "", "%s conflicts with its current state", what)
+	case errors.Is(err, store.ErrInvalid):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), cause: err}
 	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "service unavailable, try again", cause: err}
 	}
