@@ -30,8 +30,12 @@ func (p *Processor) admit(r *kgo.Record, now time.Time) item {
 		rules = append(rules, slog.String("hold_rule", HeaderProcessAfter+" is more than MaxHold ahead; holding for "+p.cfg.MaxHold.String()))
 	}
 	if rules != nil {
+		due := any(it.due)
+		if it.due.IsZero() {
+			due = "now"
+		}
 		attrs := append([]any{"topic", r.Topic, "partition", r.Partition, "offset", r.Offset,
-			"attempt", it.st.Attempt, "due", it.due}, rules...)
+			"attempt", it.st.Attempt, "due", due}, rules...)
 		p.log.Warn("kafkaretry: bad retry headers; applying the documented rules", attrs...)
 	}
 	return it

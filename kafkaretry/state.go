@@ -100,11 +100,10 @@ type HeaderError struct {
 }
 
 func (e *HeaderError) Error() string {
-	v := "missing"
-	if e.Value != nil {
-		v = strconv.Quote(string(e.Value))
+	if e.Value == nil {
+		return "header " + e.Header + " missing; " + e.Rule
 	}
-	return fmt.Sprintf("header %s %s: %s; %s", e.Header, v, e.Reason, e.Rule)
+	return fmt.Sprintf("header %s %q: %s; %s", e.Header, e.Value, e.Reason, e.Rule)
 }
 
 // ReadState parses the retry state from r's headers, for a record of a retry
@@ -163,12 +162,14 @@ func ReadState(r *kgo.Record) (State, error) {
 	if n, ok := num(HeaderFirstAttempt, 0, math.MaxInt64, true, "using the record's timestamp"); ok {
 		s.FirstAttempt = time.UnixMilli(n)
 	}
-	s.OriginalTopic = string(last[HeaderOriginalTopic])
-	if n, ok := num(HeaderOriginalPartition, 0, math.MaxInt32, s.OriginalTopic != "", "unknown"); ok {
-		s.OriginalPartition = int32(n)
-	}
-	if n, ok := num(HeaderOriginalOffset, 0, math.MaxInt64, s.OriginalTopic != "", "unknown"); ok {
-		s.OriginalOffset = n
+	// A partition and offset mean nothing without the topic they are in.
+	if s.OriginalTopic = string(last[HeaderOriginalTopic]); s.OriginalTopic != "" {
+		if n, ok := num(HeaderOriginalPartition, 0, math.MaxInt32, true, "unknown"); ok {
+			s.OriginalPartition = int32(n)
+		}
+		if n, ok := num(HeaderOriginalOffset, 0, math.MaxInt64, true, "unknown"); ok {
+			s.OriginalOffset = n
+		}
 	}
 	if n, ok := num(HeaderAPIStatusCode, 100, 999, false, "no status"); ok {
 		s.APIStatusCode = int(n)
