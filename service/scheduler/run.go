@@ -21,7 +21,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.resync(ctx); err != nil {
 		return fmt.Errorf("scheduler: rebuild the heap: %w", err)
 	}
-	s.log.Info("scheduler started", "tasks", s.Pending(), "workers", s.cfg.Workers, "lease", s.cfg.Lease)
+	s.log.Info("scheduler started", "tasks", s.Pending(), "workers", s.cfg.Workers, "lease", s.cfg.Lease.String())
 
 	// Attempts and commits outlive ctx: attempts until the grace ends,
 	// commits until the last outcome is recorded.
@@ -39,21 +39,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.claimLoop(ctx, attemptCtx)
 
 	s.claims.Wait() // the last claims may still start attempts
-	s.log.Info("scheduler stopping", "in_flight", s.busy.Load(), "grace", s.cfg.ShutdownGrace)
-	if !waitTimeout(&s.workers, s.cfg.ShutdownGrace) {
+	s.log.Info("scheduler stopping", "in_flight", s.busy.Load(), "grace", s.cfg.ShutdownGrace.String())
+	if !waitTimeout(s.workers.Wait, s.cfg.ShutdownGrace) {
 		s.log.Warn("scheduler: grace period over; releasing the attempts still in flight", "in_flight", s.busy.Load())
 		cutShort()
-		s.workers.Wait()
+		// Workers left now wait for the committer, which waits for the
+		// store: if it does not answer within another grace period,
+		// give up on recording.
+		if !waitTimeout(s.workers.Wait, s.cfg.ShutdownGrace) {
+			stopCommits()
+			s.workers.Wait()
+		}
 	}
 	close(s.commits)
-	select {
-	case <-committed:
-	case <-time.After(s.cfg.ShutdownGrace):
-		// The store is not answering; unrecorded tasks keep their leases,
-		// which expire, and are claimed again after a restart.
-		s.log.Error("scheduler: could not record the last outcomes; their tasks will be reclaimed when their leases expire")
+	if !waitTimeout(func() { <-committed }, s.cfg.ShutdownGrace) {
 		stopCommits()
 		<-committed
+	}
+	if commitCtx.Err() != nil {
+		// Unrecorded tasks keep their leases, which expire, and are
+		// claimed again (their attempts counted as lost).
+		s.log.Error("scheduler: the store did not record the last outcomes; their tasks will be reclaimed when their leases expire")
 	}
 	s.log.Info("scheduler stopped")
 	return nil
@@ -152,11 +158,11 @@ func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []
 	}
 }
 
-// waitTimeout waits for wg up to d and reports whether it finished.
-func waitTimeout(wg interface{ Wait() }, d time.Duration) bool {
+// waitTimeout runs wait up to d and reports whether it returned.
+func waitTimeout(wait func(), d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
-		wg.Wait()
+		wait()
 		close(done)
 	}()
 	t := time.NewTimer(d)

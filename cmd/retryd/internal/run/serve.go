@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -146,6 +147,9 @@ func openStore(ctx context.Context, spec string) (store.Store, string, error) {
 	st, err := sqlite.Open(ctx, path)
 	if err != nil {
 		return nil, "", err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	return st, "sqlite://" + path, nil
 }
