@@ -105,9 +105,10 @@ func TestBudgetExhaustion(t *testing.T) {
 	if got.Status != "EXHAUSTED" || !strings.Contains(got.LastError, "budget") {
 		t.Fatalf("task %+v, want EXHAUSTED by the budget", got)
 	}
-	// 350ms hold at most 4 calls 100ms apart (0, 100, 200, 300).
-	if got.AttemptNumber < 2 || got.AttemptNumber > 4 {
-		t.Fatalf("%d attempts, want 2 to 4 within a 350ms budget", got.AttemptNumber)
+	// 350ms hold at most 4 calls 100ms apart (0, 100, 200, 300); a slow
+	// first call may leave room for fewer.
+	if got.AttemptNumber < 1 || got.AttemptNumber > 4 {
+		t.Fatalf("%d attempts, want 1 to 4 within a 350ms budget", got.AttemptNumber)
 	}
 }
 

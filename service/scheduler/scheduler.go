@@ -69,7 +69,10 @@ type Config struct {
 	// least: its worker then waits for the due time, so the claim's
 	// durable commit does not delay the attempt. When claims get slower
 	// the scheduler looks further ahead, up to a second (and less than
-	// the lease's margin over an attempt). Negative means 0.
+	// the lease's margin over an attempt). A task claimed ahead is
+	// IN_FLIGHT in the store from its claim on, so it can no longer be
+	// cancelled; its attempt still starts at its due time. Negative
+	// means 0.
 	ClaimAhead  time.Duration
 	CommitBatch int           // most outcomes recorded in one store call
 	CommitWait  time.Duration // how long a commit waits for more outcomes to share it

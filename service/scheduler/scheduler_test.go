@@ -172,8 +172,10 @@ func TestRestartBetweenAttemptsLosesNothing(t *testing.T) {
 	_, stop := start(t, st, options{})
 	waitFor(t, st, task.ID, func(task *store.Task) bool { return task.AttemptNumber == 1 && task.Status == store.Pending })
 	stop()
-	if n := len(tg.seen()); n != 1 {
-		t.Fatalf("target saw %d requests before the restart, want 1", n)
+	// Attempt 2 may have been claimed ahead of its due time before the
+	// stop, and then sent during the shutdown's grace.
+	if n := len(tg.seen()); n != 1 && n != 2 {
+		t.Fatalf("target saw %d requests before the restart, want 1 or 2", n)
 	}
 
 	start(t, st, options{})
@@ -183,6 +185,11 @@ func TestRestartBetweenAttemptsLosesNothing(t *testing.T) {
 	}
 	if n := len(tg.seen()); n != 3 {
 		t.Fatalf("target saw %d requests, want 3", n)
+	}
+	for i, a := range attempts(t, st, task.ID) {
+		if a.AttemptNumber != i+1 || a.ErrorMessage == store.LeaseExpiredMessage {
+			t.Fatalf("attempt log entry %d = %+v: want attempts 1, 2, 3, none lost", i, a)
+		}
 	}
 }
 
