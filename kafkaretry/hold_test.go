@@ -126,3 +126,78 @@ func TestRestartMidRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestRebalanceHandsOverHeldRecords starts a second Processor in the group
+// while the first holds records: the partitions it gives up are committed and
+// their held records dropped, the newcomer fetches them again, and every
+// record is retried once due, none lost.
+func TestRebalanceHandsOverHeldRecords(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4)
+	const delay = 2 * time.Second
+	cfg := kafkaretry.Config{
+		Policy:     retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: delay, Jitter: backoff.NoJitter}},
+		ClientOpts: []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond)},
+	}
+	failMain := func(c call) error {
+		if c.topic == topic {
+			return errFlaky
+		}
+		return nil
+	}
+	ja, jb := newJournal(), newJournal()
+	regA := prometheus.NewRegistry()
+	cfgA := cfg
+	cfgA.Handler, cfgA.Registerer = ja.handler(failMain), regA
+	e.run(t, cfgA)
+
+	const n = 8
+	for i := range n {
+		e.produce(t, rec("id-"+strconv.Itoa(i), int32(i%4)))
+	}
+	waitFor(t, "every record forwarded and some held", func() bool {
+		var forwarded int64
+		for _, o := range e.committed(t, group, topic) {
+			forwarded += o
+		}
+		return forwarded == n && metric(t, regA, "kafkaretry_held_records") > 0
+	})
+	cfgB := cfg
+	cfgB.Handler, cfgB.Registerer = jb.handler(failMain), prometheus.NewRegistry()
+	e.run(t, cfgB)
+
+	retried := func(id string) []call {
+		var cs []call
+		for _, c := range append(ja.of(id), jb.of(id)...) {
+			if c.topic != topic {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
+	waitFor(t, "every record retried", func() bool {
+		for i := range n {
+			if len(retried("id-"+strconv.Itoa(i))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	var byB int
+	for i := range n {
+		for _, c := range retried("id-" + strconv.Itoa(i)) {
+			if due := processAfter(t, c.rec); c.at.Before(due) {
+				t.Errorf("%s retried at %v, before its x-process-after %v", c.id, c.at, due)
+			}
+		}
+	}
+	for _, c := range jb.all() {
+		if c.topic != topic {
+			byB++
+		}
+	}
+	if byB == 0 {
+		t.Errorf("the second processor retried nothing: no retry partition was handed over")
+	}
+	waitFor(t, "the first processor to hold nothing", func() bool { return metric(t, regA, "kafkaretry_held_records") == 0 })
+}
