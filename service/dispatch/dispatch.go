@@ -47,9 +47,11 @@ type Config struct {
 // Dispatcher sends attempts. It is safe for concurrent use; Close it to
 // release idle connections.
 type Dispatcher struct {
-	cfg    Config
-	client *http.Client
-	tr     *http.Transport
+	cfg Config
+	// tr is used directly, without an http.Client: a Transport never
+	// follows redirects, and an attempt needs none of a Client's cookie,
+	// header-copying or timeout machinery (the context bounds it).
+	tr *http.Transport
 }
 
 // New returns a Dispatcher for cfg.
@@ -80,13 +82,7 @@ func New(cfg Config) *Dispatcher {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	client := &http.Client{
-		Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-	return &Dispatcher{cfg: cfg, client: client, tr: tr}
+	return &Dispatcher{cfg: cfg, tr: tr}
 }
 
 // Timeout returns the bound on one attempt; a lease must outlast it.
@@ -154,9 +150,9 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	if r.IdempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
 	}
-	resp, err := d.client.Do(req)
+	resp, err := d.tr.RoundTrip(req)
 	if err != nil {
-		return unwrapURLError(err)
+		return err
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
@@ -197,14 +193,4 @@ func lastStart(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// unwrapURLError drops the *url.Error wrapper, whose message repeats the
-// method and URL that the attempt log already shows.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
-		return ue.Err
-	}
-	return err
 }
