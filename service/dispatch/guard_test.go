@@ -62,3 +62,26 @@ func TestGuardCheck(t *testing.T) {
 		})
 	}
 }
+
+// An IPv4 address and its IPv4-mapped IPv6 form are one address to the
+// guard, whatever the address and the allowances.
+func FuzzGuardMappedAgrees(f *testing.F) {
+	f.Add([]byte{127, 0, 0, 1}, false)
+	f.Add([]byte{10, 1, 2, 3}, true)
+	f.Add([]byte{169, 254, 169, 254}, true)
+	f.Add([]byte{8, 8, 8, 8}, false)
+	f.Fuzz(func(t *testing.T, b []byte, allowPrivate bool) {
+		if len(b) < 4 {
+			return
+		}
+		v4 := netip.AddrFrom4([4]byte(b[:4]))
+		mapped := netip.AddrFrom16(v4.As16())
+		g := dispatch.Guard{AllowPrivate: allowPrivate}
+		if e4, e6 := g.Check(v4), g.Check(mapped); (e4 == nil) != (e6 == nil) {
+			t.Fatalf("Check(%s) = %v but Check(%s) = %v", v4, e4, mapped, e6)
+		}
+		if g.Check(v4) == nil && !allowPrivate && (v4.IsLoopback() || v4.IsPrivate() || v4.IsLinkLocalUnicast() || v4.IsUnspecified() || v4.IsMulticast()) {
+			t.Fatalf("strict guard allowed %s", v4)
+		}
+	})
+}
