@@ -55,7 +55,9 @@ type Config struct {
 	// DefaultMaxPollRecords.
 	MaxPollRecords int
 	// ProducePolicy paces the retries of a forward (to a retry topic or the
-	// DLQ) that Kafka refused; the zero value means DefaultProducePolicy.
+	// DLQ) that Kafka refused. With neither Backoff nor MaxAttempts set it
+	// means DefaultProducePolicy; its nil Clock means Policy.Clock. If it
+	// gives up, Run returns the error, leaving the record uncommitted.
 	ProducePolicy retry.Policy
 
 	// ClientOpts are given to every franz-go client the Processor makes:
@@ -65,8 +67,8 @@ type Config struct {
 	// Registerer receives the Processor's metrics; nil means they are kept
 	// but not registered.
 	Registerer prometheus.Registerer
-	// Logger logs forwards, bad headers and Kafka trouble; nil means
-	// slog.Default().
+	// Logger logs dead letters and bad headers (Warn), retries (Debug) and
+	// Kafka trouble; nil means Policy.Logger, then slog.Default().
 	Logger *slog.Logger
 }
 

@@ -87,7 +87,11 @@
 // earliest held head is due, and the partition is resumed once its held
 // records are handled. Other partitions, and the main topic, keep flowing. A
 // record behind a later-due head in the same partition waits for that head:
-// use tiers to avoid it.
+// use tiers to avoid it. A record is never handled before its
+// x-process-after; it is late by the time the handlers of records ahead of it
+// take, plus, when it was not fetched yet because its partition was paused,
+// up to RetryFetchMaxWait. Records are held in memory only: after a restart
+// or a rebalance they are fetched again from the committed offset.
 //
 // # Delivery
 //

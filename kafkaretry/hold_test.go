@@ -51,7 +51,9 @@ func TestHeldRecordBlocksNothingElse(t *testing.T) {
 	// The main topic keeps flowing while the record is held.
 	e.produce(t, rec("main-2", 0))
 	waitFor(t, "a later main record", func() bool { return len(j.of("main-2")) == 1 })
-	waitFor(t, "two held records", func() bool { return metric(t, reg, "kafkaretry_held_records") == 2 })
+	// "behind-held" is held too if it came in the same fetch; otherwise it
+	// waits in Kafka behind its paused partition.
+	waitFor(t, "held records", func() bool { return metric(t, reg, "kafkaretry_held_records") >= 1 })
 
 	if soon := j.of("soon")[0]; soon.at.Before(now.Add(300 * time.Millisecond).Truncate(time.Millisecond)) {
 		t.Errorf("soon handled at %v, before it was due", soon.at)

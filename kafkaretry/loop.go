@@ -129,6 +129,9 @@ func (l *loop) run(ctx context.Context) error {
 		l.commit(ctx)
 		l.mu.Unlock()
 		l.cl.AllowRebalance()
+		if err != nil && ctx.Err() == nil {
+			return err // ProducePolicy gave up on a forward
+		}
 		if err != nil {
 			return nil // ctx ended during a handling
 		}

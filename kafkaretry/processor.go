@@ -56,6 +56,9 @@ func New(cfg Config) (*Processor, error) {
 		p.produce.Clock = p.clock
 	}
 	if p.log == nil {
+		p.log = cfg.Policy.Logger
+	}
+	if p.log == nil {
 		p.log = slog.Default()
 	}
 	if p.cfg.MaxHold == 0 {
@@ -70,11 +73,6 @@ func New(cfg Config) (*Processor, error) {
 	}
 	p.m = m
 	return p, nil
-}
-
-// Topics returns the retry topics and the DLQ the Processor uses.
-func (p *Processor) Topics() (retryTopics []string, dlq string) {
-	return append([]string(nil), p.retryTopics...), p.dlq
 }
 
 // Run creates the missing topics, then consumes the main topic and the retry

@@ -1,6 +1,8 @@
 package kafkaretry_test
 
 import (
+	"context"
+	"errors"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/retrykit/retry"
@@ -24,42 +27,8 @@ func TestProduceFailureCommitsNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 1)
 	retryTopic := kafkaretry.RetryTopic(topic, 0)
-	adm := kadm.NewClient(e.client(t))
-	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, retryTopic); err != nil {
-		t.Fatal(err)
-	}
-	details, err := adm.ListTopics(t.Context(), retryTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	retryID := details[retryTopic].ID
-
-	var failing atomic.Bool
-	var refused atomic.Int32
+	failing, refused := refuseProduces(t, e, retryTopic)
 	failing.Store(true)
-	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		e.c.KeepControl()
-		req := kreq.(*kmsg.ProduceRequest)
-		if !failing.Load() || !slices.ContainsFunc(req.Topics, func(rt kmsg.ProduceRequestTopic) bool {
-			return rt.Topic == retryTopic || rt.TopicID == retryID
-		}) {
-			return nil, nil, false
-		}
-		refused.Add(1)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.PolicyViolation.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
 
 	j := newJournal()
 	e.run(t, kafkaretry.Config{
@@ -90,5 +59,75 @@ func TestProduceFailureCommitsNothing(t *testing.T) {
 	waitFor(t, "the commit", func() bool { return e.committed(t, group, topic)[0] == 1 })
 	if got := len(e.records(t, retryTopic)); got != 1 {
 		t.Errorf("retry topic has %d records, want the record forwarded once", got)
+	}
+}
+
+// refuseProduces creates topic and makes the broker answer every produce to
+// it with POLICY_VIOLATION while failing is set, counting the refusals.
+func refuseProduces(t *testing.T, e *env, topic string) (failing *atomic.Bool, refused *atomic.Int32) {
+	t.Helper()
+	adm := kadm.NewClient(e.client(t))
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	details, err := adm.ListTopics(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := details[topic].ID
+	failing, refused = new(atomic.Bool), new(atomic.Int32)
+	e.c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		e.c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		if !failing.Load() || !slices.ContainsFunc(req.Topics, func(rt kmsg.ProduceRequestTopic) bool {
+			return rt.Topic == topic || rt.TopicID == id
+		}) {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.PolicyViolation.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	return failing, refused
+}
+
+// TestProducePolicyGivesUp checks that when ProducePolicy stops retrying a
+// refused forward, Run returns the error and commits nothing.
+func TestProducePolicyGivesUp(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 1)
+	failing, refused := refuseProduces(t, e, kafkaretry.DLQTopic(topic))
+	failing.Store(true)
+	p, err := kafkaretry.New(kafkaretry.Config{
+		Topic: topic, Group: group, ClientOpts: e.opts, Logger: slogT(t),
+		ProducePolicy: retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Jitter: backoff.NoJitter}},
+		Handler:       func(context.Context, *kgo.Record) error { return retry.Permanent(errFlaky) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.produce(t, rec("a", 0))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err = p.Run(ctx)
+	if !errors.Is(err, kerr.PolicyViolation) || !errors.Is(err, retry.ErrAttemptsExhausted) {
+		t.Errorf("Run: %v, want the refusal after the forward's attempts ran out", err)
+	}
+	if got := refused.Load(); got != 3 {
+		t.Errorf("%d forwards refused, want 3", got)
+	}
+	if got := e.committed(t, group, topic); len(got) != 0 {
+		t.Errorf("committed %v, want nothing", got)
 	}
 }

@@ -99,6 +99,7 @@ type HeaderError struct {
 	Rule   string
 }
 
+// Error says which header, what it held and the rule applied instead.
 func (e *HeaderError) Error() string {
 	if e.Value == nil {
 		return "header " + e.Header + " missing; " + e.Rule

@@ -105,3 +105,19 @@ func joined(err error) []error {
 	}
 	return []error{err}
 }
+
+func BenchmarkReadState(b *testing.B) {
+	at := time.UnixMilli(1_700_000_000_000)
+	st := kafkaretry.State{
+		Attempt: 3, ProcessAfter: at, FirstAttempt: at, PrevDelay: time.Second, OriginalTopic: "orders",
+		LastErrorType: "*errors.errorString", LastErrorMessage: "flaky downstream",
+		History: []kafkaretry.Failure{{Attempt: 1, AtMs: 1, Topic: "orders"}, {Attempt: 2, AtMs: 2, Topic: "orders-retry"}},
+	}
+	r := &kgo.Record{Headers: append([]kgo.RecordHeader{{Key: "trace-id", Value: []byte("t")}}, st.Headers()...)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kafkaretry.ReadState(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
