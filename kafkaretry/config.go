@@ -52,7 +52,10 @@ type Config struct {
 	// is treated as now+MaxHold. 0 means DefaultMaxHold.
 	MaxHold time.Duration
 	// MaxPollRecords caps the records handled between two commits; 0 means
-	// DefaultMaxPollRecords.
+	// DefaultMaxPollRecords. A rebalance waits until the records of one poll
+	// are handled, so keep MaxPollRecords times a handler's duration well
+	// under the group's rebalance timeout (kgo.RebalanceTimeout, 60s by
+	// default).
 	MaxPollRecords int
 	// ProducePolicy paces the retries of a forward (to a retry topic or the
 	// DLQ) that Kafka refused. With neither Backoff nor MaxAttempts set it
