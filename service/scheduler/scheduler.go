@@ -22,6 +22,7 @@ import (
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -208,3 +209,5 @@ type nopRecorder struct{}
 func (nopRecorder) Lag(time.Duration)                    {}
 func (nopRecorder) Attempt(string, string)               {}
 func (nopRecorder) Terminal(store.Status, time.Duration) {}
+
+var _ Recorder = (*metrics.Metrics)(nil)

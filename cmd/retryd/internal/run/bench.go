@@ -251,3 +251,5 @@ func (tg *target) Close() { tg.srv.Close() }
 func benchPolicy(attempts int) retry.Policy {
 	return retry.Policy{MaxAttempts: attempts, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 0, Max: time.Second, Jitter: backoff.NoJitter}}
 }
+
+var _ scheduler.Recorder = (*benchRecorder)(nil)

@@ -153,3 +153,5 @@ func openStore(ctx context.Context, spec string) (store.Store, string, error) {
 	}
 	return st, "sqlite://" + path, nil
 }
+
+var _ api.Waker = (*scheduler.Scheduler)(nil)
