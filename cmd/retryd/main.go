@@ -1,7 +1,31 @@
 // Command retryd is the durable retry service: it takes retry tasks over
 // HTTP, keeps them in a store, and calls their targets on schedule until
-// they succeed or their policy gives up. "retryd" serves; "retryd bench"
-// measures it; "retryd -h" lists the flags and their RETRYD_* variables.
+// they succeed or their policy gives up.
+//
+//	retryd [serve] [flags]   serve the API, /metrics, /healthz and /readyz
+//	retryd bench [flags]     measure attempts/s and dispatch lag in process
+//
+// With no flags it keeps its store in ./retryd.db and listens on
+// 127.0.0.1:8080. Every flag has an environment fallback (a flag given on
+// the command line wins):
+//
+//	--listen                RETRYD_LISTEN                 host:port (127.0.0.1:8080)
+//	--store                 RETRYD_STORE                  path or sqlite://path (./retryd.db)
+//	--workers               RETRYD_WORKERS                attempts in flight at once (256)
+//	--lease                 RETRYD_LEASE                  claim lease (1m); must exceed --attempt-timeout by 1s
+//	--tokens-file           RETRYD_TOKENS_FILE            "TOKEN TENANT" lines; none means auth off
+//	--allow-private-targets RETRYD_ALLOW_PRIVATE_TARGETS  allow loopback, private, link-local targets
+//	--allow-target          RETRYD_ALLOW_TARGET           CIDR allowed as a target (repeatable; comma-separated in the variable)
+//	--insecure              RETRYD_INSECURE               allow a non-loopback --listen without a tokens file
+//	--log-format            RETRYD_LOG_FORMAT             text or json
+//	--log-level             RETRYD_LOG_LEVEL              debug, info, warn or error
+//	--attempt-timeout       RETRYD_ATTEMPT_TIMEOUT        bound on one attempt (30s)
+//	--connect-timeout       RETRYD_CONNECT_TIMEOUT        bound on connecting (5s)
+//	--shutdown-grace        RETRYD_SHUTDOWN_GRACE         time attempts in flight get on SIGINT/SIGTERM (10s)
+//
+// Targets on loopback or private addresses are refused unless allowed: to
+// try retryd against a server on this machine, start it with
+// --allow-target 127.0.0.1/32.
 package main
 
 import (
