@@ -133,12 +133,16 @@ func IsTransient(err error) bool {
 	return false
 }
 
-// decide settles whether err, returned by attempt of an execution under ctx,
-// is retried. Order: the caller's cancellation, Permanent, the Policy's
-// Classifier, a Retryable() or HTTPStatusCode() method on the error itself,
-// and last the fallback: retry everything when no Classifier is set, nothing
-// when one is.
-func (p *Policy) decide(err error) Decision {
+// Classify reports whether p retries err, Retry or NoRetry, never Unknown.
+// In order: an error marked Permanent is not retried; then the Policy's
+// Classifier decides, if it knows; then the error itself, through a
+// Retryable() bool or an HTTPStatusCode() int method (checked against
+// RetryableStatusCodes); last the fallback: retry every error when no
+// Classifier is set, none when one is. Classify does not see the caller's
+// context, attempts or budget: Do checks those around it. Code that runs
+// attempts outside Do (a durable service, a Kafka retry topic) calls it to
+// classify errors exactly as Do would.
+func (p *Policy) Classify(err error) Decision {
 	if IsPermanent(err) {
 		return NoRetry
 	}

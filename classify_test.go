@@ -170,3 +170,28 @@ func TestClassifierFallback(t *testing.T) {
 		t.Errorf("a self-classified retryable error: %v after %d calls, want retried", err, *calls)
 	}
 }
+
+func TestPolicyClassify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		policy retry.Policy
+		err    error
+		want   retry.Decision
+	}{
+		{"no classifier retries all", retry.Policy{}, errFlaky, retry.Retry},
+		{"permanent first", retry.Policy{Classifier: retry.RetryOn(errFlaky)}, retry.Permanent(errFlaky), retry.NoRetry},
+		{"classifier knows", retry.Policy{Classifier: retry.RetryOn(errFlaky)}, errFlaky, retry.Retry},
+		{"classifier does not know", retry.Policy{Classifier: retry.RetryOn(io.EOF)}, errFlaky, retry.NoRetry},
+		{"status by the policy's codes", retry.Policy{RetryableStatusCodes: []int{418}}, statusError(418), retry.Retry},
+		{"status outside the codes", retry.Policy{}, statusError(404), retry.NoRetry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.policy.Classify(tt.err); got != tt.want {
+				t.Errorf("Classify(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}

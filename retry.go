@@ -90,7 +90,7 @@ func (r *run) failed(ctx context.Context, err error) error {
 		// operation saw may have come from a server that noticed first.
 		return r.stop(ctx, ErrCancelled, err)
 	}
-	if p.decide(err) != Retry {
+	if p.Classify(err) != Retry {
 		return r.stop(ctx, ErrNotRetryable, err)
 	}
 	if r.attempt >= p.Attempts() {

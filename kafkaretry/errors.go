@@ -1,15 +1,10 @@
 package kafkaretry
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 	"unicode/utf8"
-
-	"github.com/retrykit/retry"
-	"github.com/retrykit/retry/backoff"
 )
 
 // HTTPError is a handler error for a failed HTTP call: the Policy classifies
@@ -77,34 +72,3 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
-
-// retryable reports whether p retries err, as judged by the core engine
-// itself: retry.Do is handed one failure and asked for a second call, with
-// no delay, no budget, no quota and no hooks, so only the classification
-// (Permanent, Classifier, Retryable(), HTTPStatusCode() against
-// RetryableStatusCodes) decides. The retry package does not export its
-// decision; this keeps a single definition of it.
-func retryable(p *retry.Policy, err error) bool {
-	q := retry.Policy{
-		MaxAttempts:          2,
-		Backoff:              backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter},
-		Classifier:           p.Classifier,
-		RetryableStatusCodes: p.RetryableStatusCodes,
-		Clock:                noWait{},
-	}
-	first := true
-	return retry.Do(context.Background(), q, func(context.Context) error {
-		if first {
-			first = false
-			return err
-		}
-		return nil
-	}) == nil
-}
-
-// noWait is a retry.Clock whose sleeps end at once, for retryable: a
-// Retry-After hint on the error must not make the judgement wait.
-type noWait struct{}
-
-func (noWait) Now() time.Time                                   { return time.Time{} }
-func (noWait) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }

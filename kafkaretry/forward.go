@@ -120,7 +120,7 @@ func (p *Processor) describe(st *State, herr error, n int, topic string, now tim
 // sentinel errors. call is how long the attempt took.
 func (p *Processor) judge(ctx context.Context, st *State, herr error, n int, now time.Time, call time.Duration) (string, error) {
 	pol := &p.cfg.Policy
-	if !retryable(pol, herr) {
+	if pol.Classify(herr) != retry.Retry {
 		return "", retry.ErrNotRetryable
 	}
 	if n >= pol.Attempts() {
