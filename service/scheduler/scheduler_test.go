@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/scheduler"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -312,5 +313,38 @@ func TestManyTasksAllFinish(t *testing.T) {
 	}
 	if got := counts[store.Succeeded]; got != 200 {
 		t.Fatalf("SUCCEEDED count %d, want 200 (%v)", got, counts)
+	}
+}
+
+// A task is claimed ahead of its due time, but never sent before it.
+func TestNoAttemptBeforeItsDueTime(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 200)
+	putPolicy(t, st, "p", fast(3))
+	s, _ := start(t, st, options{cfg: scheduler.Config{ClaimAhead: 200 * time.Millisecond, Resync: time.Hour}})
+
+	var ids []string
+	due := map[string]time.Time{}
+	for i := range 5 {
+		at := time.Now().Add(time.Duration(100+50*i) * time.Millisecond).Truncate(time.Millisecond)
+		task, _, err := st.TaskCreate(context.Background(), &store.Task{Tenant: tenant, TargetURL: tg.URL, Method: "POST",
+			PolicyID: "p", RequestHash: "h", NextAttemptAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Wake(task.ID, task.NextAttemptAt)
+		ids = append(ids, task.ID)
+		due[task.ID] = at
+	}
+	for _, id := range ids {
+		waitFor(t, st, id, terminal)
+		log := attempts(t, st, id)
+		if len(log) != 1 {
+			t.Fatalf("task %s: %d attempts, want 1", id, len(log))
+		}
+		if early := due[id].Sub(log[0].StartedAt); early > 0 {
+			t.Fatalf("task %s sent %v before it was due", id, early)
+		}
 	}
 }
