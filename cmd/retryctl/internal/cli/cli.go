@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/retrykit/retry/client"
+	"github.com/retrykit/retry/kafkaretry"
 )
 
 // DefaultURL is where retryctl finds retryd when neither --url nor
@@ -49,6 +50,9 @@ Commands:
   policies list [--limit N] [--page-token T]
   dead-letters list [--policy ID] [--limit N] [--page-token T]
   dead-letters redrive TASK_ID
+  kafka replay --topic T [--brokers H:P,…] [--to main|retry] [--tiers N]
+               [--since T] [--until T] [--error-type TYPE] [--dry-run]
+               republish a Kafka consumer's dead letters (T-dlq); -h for details
 
 Global flags (also accepted after the command):
   --url URL      retryd's address (env RETRYD_URL, default ` + DefaultURL + `)
@@ -78,6 +82,18 @@ func commands() []command {
 		{"dead-letters", "list", nil, deadLetterListFlags},
 		{"dead-letters", "redrive", []string{"TASK_ID"}, noFlags(redrive)},
 	}
+}
+
+// kafkaReplay republishes a Kafka dead-letter topic; it talks to the
+// brokers, not to retryd, so the global flags do not apply.
+func kafkaReplay(ctx context.Context, args []string, env Env) int {
+	err := kafkaretry.ReplayCommand(ctx, args, env.Stdout)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "retryctl: %v\n", err)
+	return ExitError
 }
 
 // runner carries what every command needs once the flags are parsed.
@@ -122,6 +138,9 @@ func Run(ctx context.Context, args []string, env Env) int {
 	rest := top.Args()
 	if len(rest) < 2 {
 		return usageError(env, "%s: want a subcommand", rest[0])
+	}
+	if rest[0] == "kafka" && rest[1] == "replay" {
+		return kafkaReplay(ctx, rest[2:], env)
 	}
 	var cmd *command
 	for _, c := range commands() {

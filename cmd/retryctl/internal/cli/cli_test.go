@@ -289,3 +289,17 @@ func TestEnvironmentAndFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaReplayCommand checks that retryctl hands "kafka replay" to
+// kafkaretry: its usage on -h, and its refusal without a topic.
+func TestKafkaReplayCommand(t *testing.T) {
+	t.Parallel()
+	var out, errOut strings.Builder
+	env := cli.Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}
+	if code := cli.Run(context.Background(), []string{"kafka", "replay", "-h"}, env); code != cli.ExitOK || !strings.Contains(out.String(), "-topic") {
+		t.Errorf("kafka replay -h: exit %d, output %q; want 0 and the flags", code, out.String())
+	}
+	if code := cli.Run(context.Background(), []string{"kafka", "replay"}, env); code != cli.ExitError || !strings.Contains(errOut.String(), "-topic is required") {
+		t.Errorf("kafka replay without -topic: exit %d, stderr %q", code, errOut.String())
+	}
+}
