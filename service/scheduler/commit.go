@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/retrykit/retry/service/metrics"
@@ -63,6 +64,9 @@ func (s *Scheduler) record(ctx context.Context, batch []finished) {
 		errs, err = s.st.TaskFinish(ctx, fs)
 		return err
 	})
+	if err == nil && len(errs) != len(fs) {
+		err = fmt.Errorf("store answered %d results for %d outcomes", len(errs), len(fs))
+	}
 	if err != nil {
 		s.log.Error("scheduler: outcomes not recorded; their tasks will be retried when their leases expire",
 			"tasks", len(batch), "error", err)
