@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/retrykit/retry/service/metrics"
@@ -115,6 +116,12 @@ func (s *Scheduler) observe(b finished, err error) {
 	}
 	if b.f.Attempt.AttemptNumber > 0 {
 		s.rec.Attempt(outcomeLabel(b.f.Status), policy)
+	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.LogAttrs(context.Background(), slog.LevelDebug, "attempt recorded",
+			slog.String("task", b.f.TaskID), slog.Int("attempt", b.task.AttemptNumber),
+			slog.String("status", string(b.f.Status)), slog.Int("response_status", b.f.LastStatus),
+			slog.String("error", b.f.Attempt.ErrorMessage))
 	}
 	if b.f.Status.Terminal() {
 		s.rec.Terminal(b.f.Status, b.f.Now.Sub(b.task.CreatedAt))
