@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// claimSQL leases up to $2 due tasks in one statement; DUE is the condition
+// that picks candidates. $1 is Now, $3 the lease's end, $4 the message of a
+// lost attempt.
+//
+// due takes the candidates earliest first straight off the retry_runs_wake
+// index, locking each and skipping any another transaction holds, so
+// concurrent claims neither wait for nor repeat each other. The columns it
+// returns are those of the row as locked (a row changed since the
+// statement began is re-checked and read anew), which is why the lost
+// attempts of expired leases are logged from due, not from a second read
+// of retry_runs.
+const claimSQL = `WITH due AS (
+	SELECT task_seq, status, wake_at, attempt_number, claimed_at, lease_until FROM retry_runs
+	WHERE DUE ORDER BY wake_at, task_seq LIMIT $2 FOR UPDATE SKIP LOCKED
+), lost AS (
+	INSERT INTO retry_attempts (task_seq, attempt_number, response_status, started_at, duration_ns, error_message,
+		response_body)
+	SELECT task_seq, attempt_number, 0, coalesce(claimed_at, lease_until),
+		coalesce((extract(epoch FROM lease_until - claimed_at) * 1000000000)::bigint, 0), $4, ''::bytea
+	FROM due WHERE status = 'IN_FLIGHT'
+), r AS (
+	UPDATE retry_runs r SET status = 'IN_FLIGHT', wake_at = $3, lease_until = $3, claimed_at = $1, updated_at = $1,
+		attempt_number = r.attempt_number + 1, version = r.version + 1,
+		last_error = CASE WHEN due.status = 'IN_FLIGHT' THEN $4 ELSE r.last_error END
+	FROM due WHERE r.task_seq = due.task_seq
+	RETURNING r.*, due.wake_at AS due_at, due.status AS was
+), moves AS (SELECT was AS from_s, 'IN_FLIGHT'::text AS to_s FROM r),
+` + countsCTE + `
+SELECT r.was, ` + taskCols + ` FROM r JOIN retry_tasks t ON t.seq = r.task_seq ORDER BY r.due_at, r.task_seq`
+
+var (
+	claimDueSQL = strings.Replace(claimSQL, "DUE", `wake_at <= $1`, 1)
+	claimIDsSQL = strings.Replace(claimSQL, "DUE",
+		`wake_at <= $1 AND task_seq IN (SELECT seq FROM retry_tasks WHERE id = ANY($5))`, 1)
+)
+
+// TaskClaim leases due tasks; see store.Store. It is one statement
+// whatever the number of tasks.
+func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = now.Truncate(time.Millisecond)
+	args := []any{now, p.ClaimLimit(), ts(now.Add(p.Lease)), []byte(store.LeaseExpiredMessage)}
+	q := claimDueSQL
+	if len(p.IDs) > 0 {
+		ids := make([]string, 0, len(p.IDs))
+		for _, id := range p.IDs {
+			if textOK(id) { // no task has any other
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		q, args = claimIDsSQL, append(args, ids)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("claim", err)
+	}
+	defer rows.Close()
+	var out []*store.Task
+	var reclaimed []string
+	for rows.Next() {
+		var was store.Status
+		t, _, err := scanTask(prefixed{rows, &was})
+		if err != nil {
+			return nil, s.fail("claim", err)
+		}
+		if was == store.InFlight {
+			reclaimed = append(reclaimed, t.ID)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("claim", err)
+	}
+	if len(reclaimed) > 0 {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "postgres: reclaimed tasks whose lease expired; lost attempts logged",
+			slog.Int("count", len(reclaimed)), slog.Any("tasks", reclaimed[:min(len(reclaimed), 10)]))
+	}
+	return out, nil
+}
+
+// prefixed scans a row whose first column is extra and the rest the
+// columns the wrapped scan wants.
+type prefixed struct {
+	row   interface{ Scan(...any) error }
+	extra any
+}
+
+func (p prefixed) Scan(dest ...any) error {
+	return p.row.Scan(append([]any{p.extra}, dest...)...)
+}

@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// ts is t as a parameter: NULL for the zero time, else t cut to the
+// millisecond, the precision the store promises and keeps.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Truncate(time.Millisecond)
+}
+
+// fromTS is a column read back: the zero time for NULL, else UTC.
+func fromTS(p pgtype.Timestamptz) time.Time {
+	if !p.Valid {
+		return time.Time{}
+	}
+	return p.Time.UTC()
+}
+
+// taskCols are the columns scanTask reads, in its order: t is a row of
+// retry_tasks, r its row of retry_runs (or a RETURNING list of one).
+const taskCols = `t.seq, t.id, t.tenant, t.idempotency_key, t.request_hash, t.policy_id, t.method, t.target_url,
+	t.headers, t.body, t.body_binary, t.created_at, r.status, r.attempt_number, r.next_attempt_at, r.prev_delay_ns,
+	r.budget_start, r.last_error, r.last_status, r.lease_until, r.version, r.updated_at, r.finished_at`
+
+// taskSelect reads whole tasks; callers add WHERE, ORDER BY and LIMIT.
+const taskSelect = `SELECT ` + taskCols + ` FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq`
+
+// scanTask reads one row of taskCols and returns the task and its seq.
+func scanTask(row pgx.Row) (*store.Task, int64, error) {
+	t := &store.Task{}
+	var seq, prevDelay int64
+	var headers, lastError []byte
+	var created, next, budget, lease, updated, finished pgtype.Timestamptz
+	if err := row.Scan(&seq, &t.ID, &t.Tenant, &t.IdempotencyKey, &t.RequestHash, &t.PolicyID, &t.Method,
+		&t.TargetURL, &headers, &t.Body, &t.BodyBinary, &created, &t.Status, &t.AttemptNumber, &next, &prevDelay,
+		&budget, &lastError, &t.LastStatus, &lease, &t.Version, &updated, &finished); err != nil {
+		return nil, 0, err
+	}
+	if t.Body == nil {
+		t.Body = []byte{}
+	}
+	if len(headers) > 0 && string(headers) != "{}" {
+		if err := json.Unmarshal(headers, &t.Headers); err != nil {
+			return nil, 0, fmt.Errorf("task %s headers: %w", t.ID, err)
+		}
+	}
+	t.LastError = string(lastError)
+	t.PrevDelay = time.Duration(prevDelay)
+	t.CreatedAt, t.NextAttemptAt, t.BudgetStart = fromTS(created), fromTS(next), fromTS(budget)
+	t.LeaseUntil, t.UpdatedAt, t.FinishedAt = fromTS(lease), fromTS(updated), fromTS(finished)
+	return t, seq, nil
+}
+
+func encodeHeaders(h map[string]string) (string, error) {
+	if len(h) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("headers: %w", err)
+	}
+	return string(b), nil
+}
+
+// countsCTE is a WITH item that applies to this connection's row of
+// retry_counts the moves listed by the WITH item "moves" (columns from_s
+// and to_s; from_s NULL for a new task). Its row lock must be the last lock
+// a transaction takes, and it is: the counts depend on every row the
+// statement changed, so they are written after those rows are locked.
+const countsCTE = `counted AS (UPDATE retry_counts c SET
+		pending = c.pending + d.pending, in_flight = c.in_flight + d.in_flight,
+		succeeded = c.succeeded + d.succeeded, exhausted = c.exhausted + d.exhausted,
+		failed = c.failed + d.failed, cancelled = c.cancelled + d.cancelled
+	FROM (SELECT
+		count(*) FILTER (WHERE to_s = 'PENDING') - count(*) FILTER (WHERE from_s = 'PENDING') AS pending,
+		count(*) FILTER (WHERE to_s = 'IN_FLIGHT') - count(*) FILTER (WHERE from_s = 'IN_FLIGHT') AS in_flight,
+		count(*) FILTER (WHERE to_s = 'SUCCEEDED') - count(*) FILTER (WHERE from_s = 'SUCCEEDED') AS succeeded,
+		count(*) FILTER (WHERE to_s = 'EXHAUSTED') - count(*) FILTER (WHERE from_s = 'EXHAUSTED') AS exhausted,
+		count(*) FILTER (WHERE to_s = 'FAILED') - count(*) FILTER (WHERE from_s = 'FAILED') AS failed,
+		count(*) FILTER (WHERE to_s = 'CANCELLED') - count(*) FILTER (WHERE from_s = 'CANCELLED') AS cancelled
+		FROM moves HAVING count(*) FILTER (WHERE from_s IS DISTINCT FROM to_s) > 0) d
+	WHERE c.shard = pg_backend_pid() % 64)`
+
+// known reports whether st is a task state.
+func known(st store.Status) bool {
+	switch st {
+	case store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed, store.Cancelled:
+		return true
+	}
+	return false
+}
+
+// stateOf is the state column's value for a status: LIVE, or the terminal
+// status.
+func stateOf(s store.Status) string {
+	if s.Terminal() {
+		return string(s)
+	}
+	return "LIVE"
+}

@@ -1,0 +1,226 @@
+// Package postgres is a store.Store in PostgreSQL, through pgx/v5 and its
+// pool, for several retryd instances sharing one database.
+//
+// # Schema
+//
+// Open (and Migrate, which `retryd migrate` runs) applies the numbered
+// migrations embedded from migrations/NNN_name.up.sql that the database
+// lacks, each in a transaction of its own with its row in
+// retry_schema_migrations, under an advisory lock, so instances starting
+// at once apply each migration once, and a migration that fails leaves the
+// schema as it was. Tables are prefixed retry_; WithSchema (or search_path
+// in the URL) puts them in a schema of their own.
+//
+// Claims and retries rewrite one narrow row per task (retry_runs, two
+// indexes); the request, the list indexes, the attempt log and the counts
+// live in tables a retry does not touch. migrations/001_init.up.sql says
+// why each index is there.
+//
+// # Several instances
+//
+// TaskClaim leases due tasks with one UPDATE whose candidates come from an
+// ordered index scan with FOR UPDATE SKIP LOCKED, so concurrent claims, from
+// one process or many, never take the same task and never wait for each
+// other. Each lease carries a version that TaskFinish checks, so a worker
+// whose lease was taken over cannot overwrite the task.
+//
+// Writes that make a task due sooner (TaskCreate, a redrive, a finish that
+// schedules a retry) send a NOTIFY in their transaction; Listen delivers
+// them to every instance, so that a task created through one instance's API
+// can be run by another without waiting for a poll.
+//
+// # Durability
+//
+// Every method that changes data commits before it returns; with
+// PostgreSQL's default synchronous_commit=on the commit is flushed to the
+// write-ahead log first, so an acknowledged change survives a crash of the
+// server. A server run with synchronous_commit=off or fsync=off (or a
+// session that sets them) gives that up; this package never does.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/store"
+)
+
+// DefaultReconnect returns the backoff between Listen's attempts to
+// reconnect: exponential from 100ms to 5s, with full jitter.
+func DefaultReconnect() backoff.Policy {
+	return backoff.Policy{Kind: backoff.Exponential, Base: 100 * time.Millisecond, Max: 5 * time.Second}
+}
+
+// Option changes how Open opens a store.
+type Option func(*config)
+
+type config struct {
+	schema    string
+	logger    *slog.Logger
+	reconnect backoff.Policy
+}
+
+// WithSchema keeps the store's tables in schema, which must exist: it
+// becomes the connections' search_path. An empty schema keeps the URL's
+// search_path (PostgreSQL's default is "$user", public).
+func WithSchema(schema string) Option { return func(c *config) { c.schema = schema } }
+
+// WithLogger sets where the store logs reclaimed leases and Listen's
+// reconnections; nil means slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithReconnect sets the backoff between Listen's attempts to reconnect; the
+// zero Policy means DefaultReconnect.
+func WithReconnect(p backoff.Policy) Option { return func(c *config) { c.reconnect = p } }
+
+// Store is a store.Store in a PostgreSQL database. It is safe for
+// concurrent use, and several Stores, in one process or many, may share a
+// database; see the package documentation.
+type Store struct {
+	pool      *pgxpool.Pool
+	connCfg   *pgx.ConnConfig // for Listen's connections, which are not the pool's
+	channel   string
+	log       *slog.Logger
+	reconnect retry.Policy
+
+	life      context.Context // cancelled by Close
+	stop      context.CancelFunc
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string, as pgx reads them; pool_max_conns and the other
+// pgxpool settings apply), applies the embedded migrations it lacks, and
+// returns the store. ctx bounds the opening only.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	cfg := config{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	if cfg.reconnect.IsZero() {
+		cfg.reconnect = DefaultReconnect()
+	}
+	pcfg, err := poolConfig(url, cfg.schema)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	schema, err := migrate(ctx, conn.Conn(), migrationFiles)
+	conn.Release()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	s := &Store{
+		pool:    pool,
+		connCfg: pcfg.ConnConfig,
+		channel: channelName(schema),
+		log:     cfg.logger,
+		reconnect: retry.Policy{
+			Backoff:     cfg.reconnect,
+			MaxAttempts: math.MaxInt32, // until the context ends
+			Name:        "postgres.listen",
+			Logger:      cfg.logger,
+		},
+	}
+	s.life, s.stop = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// poolConfig parses url and points its search_path at schema, if set.
+func poolConfig(url, schema string) (*pgxpool.Config, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w: %w", store.ErrInvalid, err)
+	}
+	if schema != "" {
+		if !textOK(schema) {
+			return nil, fmt.Errorf("postgres: schema %q: %w", schema, store.ErrInvalid)
+		}
+		pcfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
+	return pcfg, nil
+}
+
+// channelName is the NOTIFY channel of the store in schema. Channels are
+// the database's, not the schema's, so stores in two schemas of one
+// database must not share one; names are cut to PostgreSQL's 63 bytes.
+func channelName(schema string) string {
+	name := "retrykit." + schema
+	for len(name) > 63 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		return s.fail("ping", err)
+	}
+	return nil
+}
+
+// Close closes the pool, waiting for the connections in use to be
+// returned, and ends every Listen of the store. Later calls return
+// store.ErrClosed; calling Close again returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.stop()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// fail wraps err from the operation op, as store.ErrClosed if the store
+// was closed meanwhile.
+func (s *Store) fail(op string, err error) error {
+	if s.closed.Load() && !errors.Is(err, store.ErrClosed) {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrClosed)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// textOK reports whether every s can be a PostgreSQL text value: valid
+// UTF-8 without NUL bytes. A lookup by a value that cannot be stored finds
+// nothing; a write of one is store.ErrInvalid.
+func textOK(ss ...string) bool {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+var _ store.Store = (*Store)(nil)

@@ -1,0 +1,289 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/pagetoken"
+)
+
+// createSQL inserts a task unless its ID or idempotency key is taken, in
+// which case it returns no row. ON CONFLICT waits for a conflicting insert
+// still in progress, so a concurrent twin is seen once it commits.
+const createSQL = `WITH ins AS (
+	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
+		headers, body, body_binary, created_at)
+	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11)
+	ON CONFLICT DO NOTHING RETURNING seq
+), run AS (
+	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
+		attempt_number, last_status, status, last_error)
+	SELECT seq, 1, $12, $12, $13, $11, 0, 0, 0, 'PENDING', ''::bytea FROM ins
+), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s FROM ins),
+` + countsCTE + `
+SELECT ins.seq FROM ins, LATERAL pg_notify($14, $15)`
+
+// TaskCreate stores a new task or returns the one its idempotency key
+// already names; see store.Store. It is one statement, which also sends
+// the task's notification (see Listen).
+func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
+	if s.closed.Load() {
+		return nil, false, store.ErrClosed
+	}
+	t := *in
+	if t.Tenant == "" {
+		return nil, false, fmt.Errorf("postgres: create task: empty tenant: %w", store.ErrInvalid)
+	}
+	if t.ID == "" {
+		t.ID = store.NewID()
+	}
+	if t.IdempotencyKey == "" {
+		t.IdempotencyKey = store.NewID()
+	}
+	if !textOK(t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method, t.TargetURL) {
+		return nil, false, fmt.Errorf("postgres: create task: a field holds a NUL byte or invalid UTF-8: %w", store.ErrInvalid)
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = time.Now()
+	}
+	t.CreatedAt = t.CreatedAt.Truncate(time.Millisecond)
+	if t.NextAttemptAt.IsZero() {
+		t.NextAttemptAt = t.CreatedAt
+	}
+	if t.BudgetStart.IsZero() {
+		t.BudgetStart = t.CreatedAt
+	}
+	headers, err := encodeHeaders(t.Headers)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: create task: %w: %w", store.ErrInvalid, err)
+	}
+	body := t.Body
+	if body == nil {
+		body = []byte{}
+	}
+	var seq int64
+	err = s.pool.QueryRow(ctx, createSQL, t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method,
+		t.TargetURL, headers, body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt), ts(t.BudgetStart),
+		s.channel, note(t.ID, t.NextAttemptAt)).Scan(&seq)
+	if err == nil {
+		return newStored(&t), true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, s.fail("create task", err)
+	}
+	stored, _, err := scanTask(s.pool.QueryRow(ctx, taskSelect+` WHERE t.tenant = $1 AND t.idempotency_key = $2`,
+		t.Tenant, t.IdempotencyKey))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, false, fmt.Errorf("postgres: create task: task id %s is taken: %w", t.ID, store.ErrConflict)
+	case err != nil:
+		return nil, false, s.fail("create task", err)
+	case stored.RequestHash != t.RequestHash:
+		return nil, false, fmt.Errorf("postgres: create task: idempotency key %q names another request: %w",
+			t.IdempotencyKey, store.ErrConflict)
+	}
+	return stored, false, nil
+}
+
+// newStored is the task TaskCreate stored from t, as a read would return
+// it, built without reading it back.
+func newStored(t *store.Task) *store.Task {
+	out := &store.Task{
+		ID: t.ID, Tenant: t.Tenant, IdempotencyKey: t.IdempotencyKey, RequestHash: t.RequestHash,
+		TargetURL: t.TargetURL, Method: t.Method, Headers: maps.Clone(t.Headers), Body: bytes.Clone(t.Body),
+		BodyBinary: t.BodyBinary, PolicyID: t.PolicyID, Status: store.Pending, Version: 1,
+		NextAttemptAt: t.NextAttemptAt.Truncate(time.Millisecond).UTC(),
+		BudgetStart:   t.BudgetStart.Truncate(time.Millisecond).UTC(),
+		CreatedAt:     t.CreatedAt.UTC(), UpdatedAt: t.CreatedAt.UTC(),
+	}
+	if len(out.Headers) == 0 {
+		out.Headers = nil
+	}
+	if out.Body == nil {
+		out.Body = []byte{}
+	}
+	return out
+}
+
+// TaskGet returns one task of tenant.
+func (s *Store) TaskGet(ctx context.Context, tenant, id string) (*store.Task, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if !textOK(tenant, id) {
+		return nil, fmt.Errorf("postgres: task %q: %w", id, store.ErrNotFound)
+	}
+	t, _, err := scanTask(s.pool.QueryRow(ctx, taskSelect+` WHERE t.id = $1 AND t.tenant = $2`, id, tenant))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: task %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.fail("get task", err)
+	}
+	return t, nil
+}
+
+// TaskList lists tasks newest first; the page token is the creation
+// sequence number of the last task on the page. Tasks whose creation
+// commits out of the order of their sequence numbers (concurrent creates)
+// may be missed by a paging that is under way, as any task created after
+// the first page was read may be.
+func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Page) ([]*store.Task, string, error) {
+	if s.closed.Load() {
+		return nil, "", store.ErrClosed
+	}
+	var where []string
+	var args []any
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if page.Token != "" {
+		after, err := pagetoken.DecodeInt("task", page.Token)
+		if err != nil {
+			return nil, "", fmt.Errorf("postgres: list tasks: %w", err)
+		}
+		arg("t.seq < $%d", after)
+	}
+	if len(f.Statuses) > 0 {
+		states, exact, err := statusLists(f.Statuses)
+		if err != nil {
+			return nil, "", fmt.Errorf("postgres: list tasks: %w", err)
+		}
+		where = append(where, "t.state IN ("+states+")", "r.status IN ("+exact+")")
+	}
+	if !textOK(f.Tenant, f.PolicyID) {
+		return nil, "", nil
+	}
+	if f.Tenant != "" {
+		arg("t.tenant = $%d", f.Tenant)
+	}
+	if f.PolicyID != "" {
+		arg("t.policy_id = $%d", f.PolicyID)
+	}
+	q := taskSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := store.PageLimit(page.Limit)
+	args = append(args, limit+1)
+	q += fmt.Sprintf(" ORDER BY t.seq DESC LIMIT $%d", len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", s.fail("list tasks", err)
+	}
+	defer rows.Close()
+	var items []*store.Task
+	var last int64
+	for rows.Next() {
+		if len(items) == limit {
+			return items, pagetoken.EncodeInt("task", last), nil
+		}
+		t, seq, err := scanTask(rows)
+		if err != nil {
+			return nil, "", s.fail("list tasks", err)
+		}
+		items, last = append(items, t), seq
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", s.fail("list tasks", err)
+	}
+	return items, "", nil
+}
+
+// statusLists renders statuses, and the states they belong to, as SQL
+// literals, sorted, so that the dead-letter list matches the partial index
+// retry_tasks_dead word for word. The statuses are checked against the
+// known ones first: nothing else reaches the SQL text.
+func statusLists(statuses []store.Status) (states, exact string, err error) {
+	var st, ex []string
+	for _, s := range statuses {
+		if !known(s) {
+			return "", "", fmt.Errorf("status %q: %w", s, store.ErrInvalid)
+		}
+		st, ex = append(st, "'"+stateOf(s)+"'"), append(ex, "'"+string(s)+"'")
+	}
+	slices.Sort(st)
+	slices.Sort(ex)
+	return strings.Join(slices.Compact(st), ", "), strings.Join(slices.Compact(ex), ", "), nil
+}
+
+// Run-row changes of TaskTransition; $1 is the task's seq, $2 Now.
+const (
+	cancelSQL = `UPDATE retry_runs SET status = 'CANCELLED', wake_at = NULL, lease_until = NULL, finished_at = $2,
+		updated_at = $2, version = version + 1 WHERE task_seq = $1`
+	redriveSQL = `UPDATE retry_runs SET status = 'PENDING', wake_at = $2, next_attempt_at = $2, budget_start = $2,
+		attempt_number = 0, prev_delay_ns = 0, last_error = ''::bytea, last_status = 0, lease_until = NULL,
+		finished_at = NULL, updated_at = $2, version = version + 1 WHERE task_seq = $1`
+)
+
+// TaskTransition cancels or redrives a task; see store.Store. It locks the
+// task's run row first, as every write does, then its retry_tasks row, then
+// its counts row.
+func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store.Task, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	var change string
+	switch tr.To {
+	case store.Cancelled:
+		change = cancelSQL
+	case store.Pending:
+		change = redriveSQL
+	default:
+		return nil, fmt.Errorf("postgres: transition to %q: %w", tr.To, store.ErrInvalid)
+	}
+	if !textOK(tr.Tenant, tr.TaskID) {
+		return nil, fmt.Errorf("postgres: task %q: %w", tr.TaskID, store.ErrNotFound)
+	}
+	now := tr.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var out *store.Task
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var seq int64
+		var from store.Status
+		err := tx.QueryRow(ctx, `SELECT r.task_seq, r.status FROM retry_runs r JOIN retry_tasks t ON t.seq = r.task_seq
+			WHERE t.id = $1 AND t.tenant = $2 FOR UPDATE OF r`, tr.TaskID, tr.Tenant).Scan(&seq, &from)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", tr.TaskID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(tr.From, from) {
+			return fmt.Errorf("task %s is %s: %w", tr.TaskID, from, store.ErrConflict)
+		}
+		if _, err := tx.Exec(ctx, change, seq, ts(now)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE retry_tasks SET state = $2 WHERE seq = $1`, seq, stateOf(tr.To)); err != nil {
+			return err
+		}
+		if tr.To == store.Pending {
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, note(tr.TaskID, now)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `WITH moves AS (SELECT $1::text AS from_s, $2::text AS to_s), `+countsCTE+` SELECT`,
+			string(from), string(tr.To)); err != nil {
+			return err
+		}
+		out, _, err = scanTask(tx.QueryRow(ctx, taskSelect+` WHERE t.seq = $1`, seq))
+		return err
+	})
+	if err != nil {
+		return nil, s.fail("transition", err)
+	}
+	return out, nil
+}
