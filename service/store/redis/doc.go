@@ -1,0 +1,75 @@
+// Package redis is retryd's Redis store: a store.Store on a Redis server
+// (7.0 or later) or Redis Cluster, through go-redis, that several retryd
+// instances share.
+//
+// # Durability: what the server must be configured with
+//
+// Redis acknowledges a write once it is in memory. What survives a restart
+// is what its persistence kept, so the store is only as durable as the
+// server's configuration:
+//
+//   - appendonly yes with appendfsync always: every change this store
+//     acknowledged is on disk before the acknowledgement, as the
+//     store.Store contract asks; nothing is lost to a crash of Redis or of
+//     the machine. Each write waits for an fsync.
+//   - appendonly yes with appendfsync everysec (Redis's default once the
+//     AOF is on, and the usual choice): Redis writes every change to the
+//     file before acknowledging it, so a crash or kill -9 of Redis loses
+//     nothing; a crash of the machine or OS loses the last second or so of
+//     acknowledged changes.
+//   - no AOF (RDB snapshots only, or no persistence, as on the test server
+//     of this repository): a restart of Redis loses every change since the
+//     last snapshot (everything, without snapshots). Then created tasks
+//     disappear although their clients were answered 201, policies vanish,
+//     idempotency keys are forgotten (a repeated request makes a second
+//     task), finished tasks run again (outcomes lost), and claimed tasks
+//     return to an earlier state (attempts repeated).
+//
+// Open logs a warning when the server has no AOF, or never syncs it. With
+// replicas, a failover can lose what the replica had not received yet:
+// Redis replication is asynchronous.
+//
+// # Layout
+//
+// Tasks hash into partitions (WithPartitions, DefaultPartitions) by tenant
+// and policy (FNV-1a, see Store.Partition). Each partition's keys share the
+// hash tag {p:N}, so that they are in one Redis Cluster slot:
+//
+//	<prefix>{p:N}:due        sorted set of PENDING task IDs by next attempt (ms)
+//	<prefix>{p:N}:lease      sorted set of IN_FLIGHT task IDs by lease expiry (ms)
+//	<prefix>{p:N}:counts     hash of status → number of tasks, for TaskCounts
+//	<prefix>{p:N}:t:<id>     hash of a task's fields
+//	<prefix>{p:N}:a:<id>     list of a task's attempts, the latest WithAttemptLogCap
+//	<prefix>{p:N}:l:<state>… sorted sets of task IDs by creation order, for TaskList:
+//	                         per state (LIVE = PENDING or IN_FLIGHT, or a terminal
+//	                         status), for all tenants, one tenant, one tenant's policy
+//
+// Every script (lua/*.lua) names all the keys it touches in KEYS, and they
+// all belong to one partition, or for policies to one tenant
+// (<prefix>{t:<hash>}:pol:<tenant> and :polids:<tenant>): each runs in one
+// slot, so the store works on Redis Cluster unchanged. A claim moves due
+// IDs from the due set to the lease set and bumps each task's version in
+// one script run; the same script reclaims expired leases, logging the lost
+// attempt; the finish script is fenced on each task's version. Claims and
+// retries touch the list indexes not at all (both are LIVE).
+//
+// Three records live outside the partitions, each read and written alone:
+// <prefix>id:<id> (the task's tenant, policy and partition, which TaskGet,
+// TaskFinish and claims by ID look up and a Store caches, since they never
+// change), <prefix>idem:<tenant>…<key> (the task an idempotency key names)
+// and <prefix>seq (the creation counter behind list order and page
+// tokens). TaskCreate reserves the first two, then writes the task; see
+// TaskCreate for how a create cut short between the steps is completed.
+//
+// # Several instances
+//
+// Any number of Stores, in any number of processes, may share a prefix:
+// claims are atomic, and the version fences a worker whose lease was taken
+// over. Each instance claims from every partition, or from those
+// WithClaimPartitions gives it. Listen tells an instance of tasks another
+// one made due, through one Pub/Sub channel per partition
+// (<prefix>wake:<N>).
+//
+// go-redis's own retries are off: a script must not run twice because its
+// reply was lost. Callers retry failed calls with their policy.
+package redis

@@ -1,0 +1,46 @@
+package redis
+
+import (
+	"context"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// Client returns the store's go-redis client, so that tests can watch the
+// commands it sends.
+func Client(s *Store) goredis.UniversalClient { return s.rdb }
+
+// WakeChannel returns the wake-up channel of partition p.
+func WakeChannel(s *Store, p int) string { return s.k.wake(p) }
+
+// ScriptNames maps the SHA-1 digest of each script to its name.
+func ScriptNames(s *Store) map[string]string {
+	return map[string]string{
+		s.sc.create.Hash(): "create", s.sc.claim.Hash(): "claim", s.sc.finish.Hash(): "finish",
+		s.sc.transition.Hash(): "transition", s.sc.attempts.Hash(): "attempts", s.sc.policy.Hash(): "policy",
+		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list",
+	}
+}
+
+// CreateCutShort runs the first step of TaskCreate only, as a process that
+// died between the two would have; t needs its ID and idempotency key.
+func CreateCutShort(ctx context.Context, s *Store, t *store.Task) error {
+	_, err := s.reserve(ctx, t, loc{part: s.Partition(t.Tenant, t.PolicyID), tenant: t.Tenant, policy: t.PolicyID})
+	return err
+}
+
+// Pack, Unpack and ParseWakes expose the codecs to the fuzz tests.
+var (
+	Pack   = pack
+	Unpack = unpack
+)
+
+func ParseWakes(msg string) (ids []string, dues []time.Time) {
+	for _, w := range parseWakes(msg) {
+		ids, dues = append(ids, w.id), append(dues, w.due)
+	}
+	return ids, dues
+}

@@ -1,0 +1,123 @@
+package redis
+
+import (
+	"encoding/hex"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// keys names the store's keys under one prefix. Every key a script touches
+// belongs to one partition and starts with that partition's base, whose
+// hash tag {p:N} puts them all in one Redis Cluster slot; the tenant-level
+// policy keys share the tag {t:…} of their tenant instead. The keys outside
+// both (configuration, creation counter, ID and idempotency records) are
+// only ever read or written one at a time.
+type keys struct {
+	prefix string
+	bases  []string // bases[p] is the prefix of partition p's keys
+}
+
+func newKeys(prefix string, partitions int) keys {
+	k := keys{prefix: prefix, bases: make([]string, partitions)}
+	for p := range k.bases {
+		k.bases[p] = prefix + "{p:" + strconv.Itoa(p) + "}:"
+	}
+	return k
+}
+
+// config holds the store's settings, written by the first Open.
+func (k keys) config() string { return k.prefix + "config" }
+
+// seq counts task creations: list order and page tokens follow it.
+func (k keys) seq() string { return k.prefix + "seq" }
+
+// id records which tenant, policy and partition a task ID belongs to.
+func (k keys) id(id string) string { return k.prefix + "id:" + id }
+
+// idem records the task an idempotency key of a tenant names.
+func (k keys) idem(tenant, key string) string {
+	return k.prefix + "idem:" + strconv.Itoa(len(tenant)) + ":" + tenant + key
+}
+
+// The keys of partition p: PENDING tasks scored by next attempt (ms),
+// IN_FLIGHT tasks scored by lease expiry (ms), the count of tasks per
+// status, and each task's hash and attempt log.
+func (k keys) due(p int) string             { return k.bases[p] + "due" }
+func (k keys) lease(p int) string           { return k.bases[p] + "lease" }
+func (k keys) counts(p int) string          { return k.bases[p] + "counts" }
+func (k keys) task(p int, id string) string { return k.bases[p] + "t:" + id }
+func (k keys) log(p int, id string) string  { return k.bases[p] + "a:" + id }
+
+// Scopes of the list indexes: every task of a partition, a tenant's, or a
+// tenant's of one policy.
+const (
+	scopeAll = iota
+	scopeTenant
+	scopePolicy
+)
+
+// index is the sorted set of partition p's tasks in state (stateOf) of one
+// scope, scored by creation sequence. The tenant's name ends the key, or is
+// length-prefixed before the policy's, so no two scopes share a key.
+func (k keys) index(p int, state string, scope int, tenant, policy string) string {
+	base := k.bases[p] + "l:" + state
+	switch scope {
+	case scopeTenant:
+		return base + ":t:" + tenant
+	case scopePolicy:
+		return base + ":tp:" + strconv.Itoa(len(tenant)) + ":" + tenant + policy
+	}
+	return base
+}
+
+// indexes returns the three index keys a task of l in state is listed in.
+func (k keys) indexes(l loc, state string) [3]string {
+	return [3]string{
+		k.index(l.part, state, scopeAll, "", ""),
+		k.index(l.part, state, scopeTenant, l.tenant, ""),
+		k.index(l.part, state, scopePolicy, l.tenant, l.policy),
+	}
+}
+
+// policies is a tenant's hash of policies (ID → createdAt and spec), and
+// policyIDs the sorted set that pages through them by ID.
+func (k keys) policies(tenant string) string  { return k.tenantBase(tenant) + "pol:" + tenant }
+func (k keys) policyIDs(tenant string) string { return k.tenantBase(tenant) + "polids:" + tenant }
+
+func (k keys) tenantBase(tenant string) string {
+	h := fnv.New64a()
+	h.Write([]byte(tenant))
+	return k.prefix + "{t:" + hex.EncodeToString(h.Sum(nil)) + "}:"
+}
+
+// wake is the Pub/Sub channel of partition p's wake-ups. Channels are not
+// keys: Redis Cluster delivers a message to every node's subscribers.
+func (k keys) wake(p int) string { return k.prefix + "wake:" + strconv.Itoa(p) }
+
+// partitionOf returns the partition of the tasks of tenant and policy:
+// FNV-1a of both, modulo n. It must never change: stored tasks stay where
+// it put them.
+func partitionOf(tenant, policy string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write([]byte(policy))
+	return int(h.Sum64() % uint64(n))
+}
+
+// stateOf is the list index a status belongs to: LIVE for PENDING and
+// IN_FLIGHT, so that claims and retries never touch the indexes, or the
+// terminal status itself.
+func stateOf(s store.Status) string {
+	if s.Terminal() {
+		return string(s)
+	}
+	return "LIVE"
+}
+
+// validPrefix reports whether prefix leaves the hash tags alone: a brace
+// in it would become the tag of every key.
+func validPrefix(prefix string) bool { return !strings.ContainsAny(prefix, "{}") }

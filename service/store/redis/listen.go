@@ -1,0 +1,127 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/service/store"
+)
+
+// listenPing is how long Listen waits for a message before it pings the
+// server, and then for the answer before it gives the connection up: a
+// server that vanished without closing the connection is noticed.
+const listenPing = 15 * time.Second
+
+// Listen calls fn(taskID, due) for every task that becomes PENDING in the
+// partitions this Store claims from, whichever instance made the change:
+// a create, a redrive, or a retry (a TaskFinish to PENDING). due is when
+// the task's next attempt is due. A scheduler passes its Wake method:
+//
+//	go func() { _ = s.Listen(ctx, scheduler.Wake) }()
+//
+// fn is called from Listen's goroutine, one call at a time, in the order
+// Redis delivered the changes; it should not block. Pub/Sub delivers
+// messages only while subscribed: wake-ups sent while the subscription is
+// down (the server restarting, say) are lost, so the caller still has to
+// look for due tasks by other means now and then (the scheduler's resync).
+//
+// Listen subscribes, then keeps the subscription: when it is lost, Listen
+// logs it and subscribes again, waiting between attempts as
+// WithListenBackoff says, for as long as it takes. It returns nil once ctx
+// is done, and an error wrapping store.ErrClosed once the Store is closed.
+func (s *Store) Listen(ctx context.Context, fn func(taskID string, due time.Time)) error {
+	if err := s.open("listen"); err != nil {
+		return err
+	}
+	channels := make([]string, len(s.claim))
+	for i, p := range s.claim {
+		channels[i] = s.k.wake(p)
+	}
+	policy := retry.Policy{
+		Backoff: s.listen, MaxAttempts: math.MaxInt32, Name: "redis.listen", Logger: s.log,
+		Classifier: retry.ClassifierFunc(func(err error) retry.Decision {
+			if errors.Is(err, store.ErrClosed) {
+				return retry.NoRetry
+			}
+			return retry.Retry
+		}),
+	}
+	for {
+		ps, err := retry.DoValue(ctx, policy, func(ctx context.Context) (*goredis.PubSub, error) {
+			return s.subscribe(ctx, channels)
+		})
+		if ctx.Err() != nil {
+			if ps != nil {
+				ps.Close()
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("redis: listen: %w", err)
+		}
+		err = receive(ctx, ps, fn)
+		ps.Close()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case s.closed.Load():
+			return fmt.Errorf("redis: listen: %w", store.ErrClosed)
+		}
+		s.log.Warn("redis: lost the wake-up subscription; subscribing again", "error", err)
+	}
+}
+
+// subscribe subscribes to channels and waits for Redis to confirm it.
+func (s *Store) subscribe(ctx context.Context, channels []string) (*goredis.PubSub, error) {
+	if err := s.open("subscribe"); err != nil {
+		return nil, err
+	}
+	ps := s.rdb.Subscribe(ctx)
+	err := ps.Subscribe(ctx, channels...)
+	if err == nil {
+		// The first confirmation comes once Redis has subscribed to all.
+		_, err = ps.ReceiveTimeout(ctx, listenPing)
+	}
+	if err != nil {
+		ps.Close()
+		return nil, s.fail("subscribe", err)
+	}
+	return ps, nil
+}
+
+// receive hands the wake-ups ps receives to fn until the connection fails
+// or ctx is done.
+func receive(ctx context.Context, ps *goredis.PubSub, fn func(string, time.Time)) error {
+	// A read does not end with its context: closing ps ends it.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, listenPing)
+		var nerr net.Error
+		switch {
+		case err == nil:
+			pinged = false
+		case errors.As(err, &nerr) && nerr.Timeout() && !pinged:
+			if err := ps.Ping(ctx); err != nil {
+				return err
+			}
+			pinged = true
+			continue
+		default:
+			return err
+		}
+		if m, ok := msg.(*goredis.Message); ok {
+			for _, w := range parseWakes(m.Payload) {
+				fn(w.id, w.due)
+			}
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/store"
+)
+
+// Defaults of Open's options.
+const (
+	DefaultPrefix        = "retryd:"
+	DefaultPartitions    = 16
+	MaxPartitions        = 1024
+	DefaultAttemptLogCap = 1000
+)
+
+// Option changes how Open opens a store.
+type Option func(*config)
+
+type config struct {
+	prefix        string
+	partitions    int
+	claim         []int
+	logCap        int
+	logger        *slog.Logger
+	listenBackoff backoff.Policy
+}
+
+// WithPrefix sets the prefix of every key and channel of the store
+// (DefaultPrefix when unset). Stores with other prefixes share a server
+// without seeing each other. It must not contain '{' or '}'.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithPartitions sets the number of partitions, 1 to MaxPartitions. The
+// first Open of a prefix records it; a later Open with another number
+// fails, since tasks stay in the partition they were created in. 0 (the
+// default) takes the recorded number, or DefaultPartitions for a new store.
+func WithPartitions(n int) Option { return func(c *config) { c.partitions = n } }
+
+// WithClaimPartitions makes the store claim tasks, and Listen hear
+// wake-ups, in the partitions given only (by default, all of them), so that
+// instances can split the partitions between them. Every other method
+// still sees every partition. Store.Partition tells where tasks go.
+func WithClaimPartitions(ps ...int) Option {
+	return func(c *config) { c.claim = slices.Clone(ps) }
+}
+
+// WithAttemptLogCap sets how many attempts a task's log keeps, the latest
+// (DefaultAttemptLogCap when n < 1). Older entries are dropped.
+func WithAttemptLogCap(n int) Option { return func(c *config) { c.logCap = n } }
+
+// WithLogger sets where the store logs (slog.Default() when nil): the
+// durability warning of Open and Listen's lost subscriptions.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithListenBackoff sets the delays between Listen's attempts to
+// subscribe again after losing its subscription (by default exponential
+// from 50ms to 5s, with full jitter).
+func WithListenBackoff(p backoff.Policy) Option { return func(c *config) { c.listenBackoff = p } }
+
+// Store is a store.Store on a Redis server or cluster. It is safe for
+// concurrent use; see the package documentation for what it needs from
+// the server.
+type Store struct {
+	rdb    goredis.UniversalClient
+	k      keys
+	sc     scripts
+	parts  int
+	claim  []int
+	logCap int
+	log    *slog.Logger
+	listen backoff.Policy
+	locs   locCache
+	turn   atomic.Uint64 // rotates which partition a fair claim serves first
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+// Open connects to the server at rawURL and returns a store in it. The URL
+// is go-redis's (redis://[user:password@]host:port/db?options, rediss://
+// for TLS, unix://path); the schemes redis+cluster:// and rediss+cluster://
+// name one node of a Redis Cluster (more with addr=host:port options). ctx
+// bounds the opening only. Open logs a warning when the server keeps no
+// append-only file (see the package documentation).
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	cfg := config{prefix: DefaultPrefix, listenBackoff: backoff.Policy{
+		Kind: backoff.Exponential, Base: 50 * time.Millisecond, Max: 5 * time.Second}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logCap < 1 {
+		cfg.logCap = DefaultAttemptLogCap
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	where := redact(rawURL)
+	if !validPrefix(cfg.prefix) {
+		return nil, fmt.Errorf("redis: key prefix %q has a brace: %w", cfg.prefix, store.ErrInvalid)
+	}
+	if cfg.partitions < 0 || cfg.partitions > MaxPartitions {
+		return nil, fmt.Errorf("redis: %d partitions, want 1 to %d: %w", cfg.partitions, MaxPartitions, store.ErrInvalid)
+	}
+	rdb, err := newClient(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis: open %s: %w: %w", where, store.ErrInvalid, err)
+	}
+	s := &Store{rdb: rdb, sc: newScripts(), logCap: cfg.logCap, log: cfg.logger, listen: cfg.listenBackoff}
+	if err := s.setup(ctx, cfg); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis: open %s: %w", where, err)
+	}
+	s.checkDurability(ctx, where)
+	return s, nil
+}
+
+// newClient makes the go-redis client of rawURL. Its own retries are off:
+// a script must not run twice because a reply was lost, and callers retry
+// with their own policy (the scheduler does, with the library's backoff).
+func newClient(rawURL string) (goredis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if scheme, ok := strings.CutSuffix(u.Scheme, "+cluster"); ok {
+		u.Scheme = scheme
+		o, err := goredis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, err
+		}
+		o.MaxRetries, o.ContextTimeoutEnabled = -1, true
+		return goredis.NewClusterClient(o), nil
+	}
+	o, err := goredis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	o.MaxRetries, o.ContextTimeoutEnabled = -1, true
+	return goredis.NewClient(o), nil
+}
+
+// setup settles the number of partitions with the server and checks the
+// partitions to claim from.
+func (s *Store) setup(ctx context.Context, cfg config) error {
+	want := cfg.partitions
+	if want == 0 {
+		want = DefaultPartitions
+	}
+	configKey := cfg.prefix + "config"
+	if err := s.rdb.HSetNX(ctx, configKey, "partitions", want).Err(); err != nil {
+		return err
+	}
+	got, err := s.rdb.HGet(ctx, configKey, "partitions").Int()
+	if err != nil {
+		return err
+	}
+	if got < 1 || got > MaxPartitions {
+		return fmt.Errorf("the store records %d partitions: %w", got, store.ErrInvalid)
+	}
+	if cfg.partitions != 0 && got != cfg.partitions {
+		return fmt.Errorf("the store has %d partitions, not %d: %w", got, cfg.partitions, store.ErrConflict)
+	}
+	s.parts, s.k = got, newKeys(cfg.prefix, got)
+	s.claim = cfg.claim
+	if s.claim == nil {
+		for p := range got {
+			s.claim = append(s.claim, p)
+		}
+	}
+	slices.Sort(s.claim)
+	s.claim = slices.Compact(s.claim)
+	if len(s.claim) == 0 || s.claim[0] < 0 || s.claim[len(s.claim)-1] >= got {
+		return fmt.Errorf("claim partitions %v, want some of 0 to %d: %w", cfg.claim, got-1, store.ErrInvalid)
+	}
+	return nil
+}
+
+// checkDurability warns when the server would lose acknowledged changes on
+// a restart. Managed servers may refuse INFO or CONFIG: then it says
+// nothing.
+func (s *Store) checkDurability(ctx context.Context, where string) {
+	info, err := s.rdb.Info(ctx, "persistence").Result()
+	if err != nil {
+		return
+	}
+	if infoField(info, "aof_enabled") != "1" {
+		s.log.Warn("redis: the server keeps no append-only file: a restart of Redis loses the tasks and policies "+
+			"it holds; run it with appendonly yes (see the store's documentation)", "server", where)
+		return
+	}
+	if fsync, err := s.rdb.ConfigGet(ctx, "appendfsync").Result(); err == nil && fsync["appendfsync"] == "no" {
+		s.log.Warn("redis: the server's append-only file is never synced (appendfsync no): a crash of the machine "+
+			"loses recent changes; use everysec or always", "server", where)
+	}
+}
+
+func infoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// Partitions returns the number of partitions of the store.
+func (s *Store) Partitions() int { return s.parts }
+
+// ClaimPartitions returns the partitions this Store claims tasks from, in
+// order; see WithClaimPartitions.
+func (s *Store) ClaimPartitions() []int { return slices.Clone(s.claim) }
+
+// Partition returns the partition the tasks of tenant with policyID go to.
+func (s *Store) Partition(tenant, policyID string) int { return partitionOf(tenant, policyID, s.parts) }
+
+func (s *Store) claims(p int) bool {
+	_, ok := slices.BinarySearch(s.claim, p)
+	return ok
+}
+
+// Ping reports whether the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return s.fail("ping", s.rdb.Ping(ctx).Err())
+}
+
+// Close closes the connections; later calls return store.ErrClosed, and
+// Listen returns. Calling it again returns nil.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		err = s.rdb.Close()
+	})
+	return err
+}
+
+// fail wraps err, nil staying nil, and names a closed client ErrClosed.
+func (s *Store) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s.closed.Load() || errors.Is(err, goredis.ErrClosed) {
+		return fmt.Errorf("redis: %s: %w", op, store.ErrClosed)
+	}
+	return fmt.Errorf("redis: %s: %w", op, err)
+}
+
+// open returns ErrClosed once the store is closed.
+func (s *Store) open(op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("redis: %s: %w", op, store.ErrClosed)
+	}
+	return nil
+}
+
+var _ store.Store = (*Store)(nil)
