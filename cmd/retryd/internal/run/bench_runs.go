@@ -27,9 +27,12 @@ func benchThroughput(ctx context.Context, c benchConfig, tg *target, path string
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	start := time.Now()
+	use := startUsage()
 	go func() { done <- r.sched.Run(runCtx) }()
 	err = r.rec.waitTerminal(ctx, int64(c.tasks))
 	elapsed := time.Since(start)
+	n := r.rec.attempts.Load()
+	cost := use.perOp(n, "attempt")
 	stop()
 	if rerr := <-done; err == nil {
 		err = rerr
@@ -37,10 +40,9 @@ func benchThroughput(ctx context.Context, c benchConfig, tg *target, path string
 	if err != nil {
 		return err
 	}
-	n := r.rec.attempts.Load()
-	fmt.Fprintf(out, "throughput: %d tasks created in %v (%.0f/s); %d attempts (%d per task, durable claim + call + finish each) in %v = %.0f attempts/s\n",
+	fmt.Fprintf(out, "throughput: %d tasks created in %v (%.0f/s); %d attempts (%d per task, durable claim + call + finish each) in %v = %.0f attempts/s%s\n",
 		c.tasks, created.Round(time.Millisecond), float64(c.tasks)/created.Seconds(),
-		n, c.attempts, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+		n, c.attempts, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), cost)
 	return nil
 }
 
@@ -54,6 +56,7 @@ func benchLag(ctx context.Context, c benchConfig, tg *target, path string, out i
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan error, 1)
+	use := startUsage()
 	go func() { done <- r.sched.Run(runCtx) }()
 
 	total := int(float64(c.rate) * c.duration.Seconds())
@@ -71,6 +74,8 @@ func benchLag(ctx context.Context, c benchConfig, tg *target, path string, out i
 		return err
 	}
 	err = r.rec.waitTerminal(ctx, int64(total))
+	// Creating the tasks is part of this run's cost.
+	cost := use.perOp(int64(total), "task")
 	stop()
 	if rerr := <-done; err == nil {
 		err = rerr
@@ -81,8 +86,8 @@ func benchLag(ctx context.Context, c benchConfig, tg *target, path string, out i
 	lags := slices.Clone(r.rec.lags)
 	slices.Sort(lags)
 	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
-	fmt.Fprintf(out, "lag: %d tasks, %d due per second for %v, each due %v after creation: dispatch lag (attempt start - due time) p50 %v, p99 %v, max %v\n",
-		total, c.rate, c.duration, c.ahead, round(q(0.50)), round(q(0.99)), round(lags[len(lags)-1]))
+	fmt.Fprintf(out, "lag: %d tasks, %d due per second for %v, each due %v after creation: dispatch lag (attempt start - due time) p50 %v, p99 %v, max %v%s\n",
+		total, c.rate, c.duration, c.ahead, round(q(0.50)), round(q(0.99)), round(lags[len(lags)-1]), cost)
 	return nil
 }
 
