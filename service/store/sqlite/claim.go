@@ -59,7 +59,7 @@ func (w *wtx) dueCandidates(ids []string, now int64, limit int) ([]candidate, er
 		return rows.Err()
 	}
 	if len(ids) > 0 {
-		err := collect(w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks
+		err := collect(w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks INDEXED BY tasks_id
 			WHERE id IN (SELECT CAST(unhex(value) AS TEXT) FROM json_each(?)) AND state = 'LIVE' AND wake_at <= ?`,
 			hexList(ids), now))
 		if err != nil {
