@@ -37,6 +37,14 @@ const taskCols = `t.seq, t.id, t.tenant, t.idempotency_key, t.request_hash, t.po
 // taskSelect reads whole tasks; callers add WHERE, ORDER BY and LIMIT.
 const taskSelect = `SELECT ` + taskCols + ` FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq`
 
+// taskListSelect is taskSelect for lists, which walk an index of
+// retry_tasks newest first and look each task's run row up by its key. The
+// OFFSET 0 fence keeps the planner from scanning retry_runs backwards
+// instead, filtering as it goes, which its estimates sometimes favour and
+// which reads every newer task when the ones listed are old.
+const taskListSelect = `SELECT ` + taskCols + ` FROM retry_tasks t
+	CROSS JOIN LATERAL (SELECT * FROM retry_runs r WHERE r.task_seq = t.seq OFFSET 0) r`
+
 // scanTask reads one row of taskCols and returns the task and its seq.
 func scanTask(row pgx.Row) (*store.Task, int64, error) {
 	t := &store.Task{}

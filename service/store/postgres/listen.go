@@ -21,17 +21,18 @@ func note(id string, due time.Time) string {
 	return id + " " + strconv.FormatInt(due.UnixMilli(), 10)
 }
 
-// parseNote reads a payload note made; ok is false for anything else.
+// parseNote reads a payload note made; ok is false for anything else. The
+// time is after the last space, so an ID may hold spaces.
 func parseNote(payload string) (id string, due time.Time, ok bool) {
-	id, ms, found := strings.Cut(payload, " ")
-	if !found || id == "" {
+	sp := strings.LastIndexByte(payload, ' ')
+	if sp < 1 {
 		return "", time.Time{}, false
 	}
-	n, err := strconv.ParseInt(ms, 10, 64)
+	n, err := strconv.ParseInt(payload[sp+1:], 10, 64)
 	if err != nil {
 		return "", time.Time{}, false
 	}
-	return id, time.UnixMilli(n).UTC(), true
+	return payload[:sp], time.UnixMilli(n).UTC(), true
 }
 
 // ListenOption changes what Listen does.

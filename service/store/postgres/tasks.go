@@ -159,7 +159,10 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres: list tasks: %w", err)
 		}
-		where = append(where, "t.state IN ("+states+")", "r.status IN ("+exact+")")
+		where = append(where, "t.state IN ("+states+")")
+		if exact != "" {
+			where = append(where, "r.status IN ("+exact+")")
+		}
 	}
 	if !textOK(f.Tenant, f.PolicyID) {
 		return nil, "", nil
@@ -170,7 +173,7 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 	if f.PolicyID != "" {
 		arg("t.policy_id = $%d", f.PolicyID)
 	}
-	q := taskSelect
+	q := taskListSelect
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -200,21 +203,32 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 	return items, "", nil
 }
 
-// statusLists renders statuses, and the states they belong to, as SQL
-// literals, sorted, so that the dead-letter list matches the partial index
-// retry_tasks_dead word for word. The statuses are checked against the
-// known ones first: nothing else reaches the SQL text.
+// statusLists renders statuses as SQL literals: the states they belong to,
+// sorted, so that the dead-letter list matches the partial index
+// retry_tasks_dead word for word, and, when the statuses hold one of
+// PENDING and IN_FLIGHT but not the other, the statuses themselves, which
+// the state (LIVE for both) cannot tell apart; exact is empty otherwise.
+// The statuses are checked against the known ones first: nothing else
+// reaches the SQL text.
 func statusLists(statuses []store.Status) (states, exact string, err error) {
 	var st, ex []string
+	live := map[store.Status]bool{}
 	for _, s := range statuses {
 		if !known(s) {
 			return "", "", fmt.Errorf("status %q: %w", s, store.ErrInvalid)
 		}
 		st, ex = append(st, "'"+stateOf(s)+"'"), append(ex, "'"+string(s)+"'")
+		if !s.Terminal() {
+			live[s] = true
+		}
 	}
 	slices.Sort(st)
+	states = strings.Join(slices.Compact(st), ", ")
+	if len(live) != 1 {
+		return states, "", nil
+	}
 	slices.Sort(ex)
-	return strings.Join(slices.Compact(st), ", "), strings.Join(slices.Compact(ex), ", "), nil
+	return states, strings.Join(slices.Compact(ex), ", "), nil
 }
 
 // Run-row changes of TaskTransition; $1 is the task's seq, $2 Now.

@@ -1,0 +1,174 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/postgres"
+)
+
+var benchStart = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// seed creates n due tasks from 16 goroutines and returns their IDs.
+func seed(b *testing.B, s *postgres.Store, n int) []string {
+	b.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				t, _, err := s.TaskCreate(context.Background(), &store.Task{
+					Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i), TargetURL: "http://127.0.0.1:9/hook",
+					Method: "POST", Headers: map[string]string{"Content-Type": "application/json"},
+					Body: []byte(`{"order":12345,"amount":"9.99"}`), PolicyID: "p", CreatedAt: benchStart,
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				ids[i] = t.ID
+			}
+		})
+	}
+	wg.Wait()
+	return ids
+}
+
+// outcome is the Finish of a claimed task whose attempt failed and will be
+// retried at once, so that the same tasks go round and round.
+func outcome(c *store.Task, now time.Time) store.Finish {
+	return store.Finish{
+		TaskID: c.ID, Version: c.Version, Status: store.Pending, NextAttemptAt: now, PrevDelay: time.Millisecond,
+		LastError: "status 503", LastStatus: 503, Now: now,
+		Attempt: store.Attempt{AttemptNumber: c.AttemptNumber, StartedAt: now, Duration: time.Millisecond,
+			ResponseStatus: 503, ErrorMessage: "status 503", ResponseBody: "try later"},
+	}
+}
+
+// claimFinishLoop claims batches of up to batch due tasks from s and
+// finishes each batch with one TaskFinish call, until it has done n
+// tasks; with ids it names the tasks to claim, taking them from queue.
+func claimFinishLoop(b *testing.B, s *postgres.Store, n, batch int, queue []string) {
+	ctx := context.Background()
+	now := benchStart
+	for done := 0; done < n; {
+		now = now.Add(time.Millisecond)
+		p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(batch, n-done)}
+		if queue != nil {
+			p.IDs, queue = queue[:p.Limit], append(queue[p.Limit:], queue[:p.Limit]...)
+		}
+		claimed, err := s.TaskClaim(ctx, p)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		if len(claimed) == 0 {
+			continue // another instance holds them
+		}
+		fs := make([]store.Finish, len(claimed))
+		for i, c := range claimed {
+			fs[i] = outcome(c, now)
+		}
+		if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil {
+			b.Errorf("TaskFinish = %v, %v", errs, err)
+			return
+		}
+		done += len(claimed)
+	}
+}
+
+// BenchmarkClaimFinish claims a batch of due tasks and finishes them with
+// one TaskFinish call, as a scheduler that batches both does: two
+// statements, two commits per batch. The "ids" runs name the tasks to
+// claim, as a scheduler that keeps due tasks in memory does.
+func BenchmarkClaimFinish(b *testing.B) {
+	for _, c := range []struct {
+		batch int
+		ids   bool
+	}{{1, false}, {64, false}, {256, false}, {64, true}, {256, true}} {
+		name := fmt.Sprint("batch=", c.batch)
+		if c.ids {
+			name += ",ids"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := open(b, newSchema(b))
+			queue := seed(b, s, max(4*c.batch, 1024))
+			if !c.ids {
+				queue = nil
+			}
+			b.ResetTimer()
+			start := time.Now()
+			claimFinishLoop(b, s, b.N, c.batch, queue)
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+		})
+	}
+}
+
+// BenchmarkClaimFinishInstances runs one and two stores on one schema, as
+// retryd instances sharing a database, each claiming and finishing batches
+// of 64 from four goroutines: SKIP LOCKED keeps their claims apart.
+func BenchmarkClaimFinishInstances(b *testing.B) {
+	for _, instances := range []int{1, 2} {
+		b.Run(fmt.Sprint("instances=", instances), func(b *testing.B) {
+			schema := newSchema(b)
+			stores := make([]*postgres.Store, instances)
+			for i := range stores {
+				stores[i] = open(b, schema)
+			}
+			seed(b, stores[0], 4096)
+			const loops = 4
+			per := b.N/(instances*loops) + 1
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for _, s := range stores {
+				for range loops {
+					wg.Go(func() { claimFinishLoop(b, s, per, 64, nil) })
+				}
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*instances*loops)/time.Since(start).Seconds(), "tasks/s")
+		})
+	}
+}
+
+// BenchmarkCreate creates tasks one call at a time and from 16 goroutines
+// at once.
+func BenchmarkCreate(b *testing.B) {
+	for _, par := range []int{1, 16} {
+		b.Run(fmt.Sprint("callers=", par), func(b *testing.B) {
+			s := open(b, newSchema(b))
+			ctx := context.Background()
+			var mu sync.Mutex
+			next := 0
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range par {
+				wg.Go(func() {
+					for {
+						mu.Lock()
+						i := next
+						next++
+						mu.Unlock()
+						if i >= b.N {
+							return
+						}
+						_, _, err := s.TaskCreate(ctx, &store.Task{Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i),
+							TargetURL: "http://127.0.0.1:9/hook", Method: "POST", Body: []byte(`{"n":1}`), PolicyID: "p"})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+		})
+	}
+}
