@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -171,4 +172,45 @@ func BenchmarkCreate(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 		})
 	}
+}
+
+// BenchmarkListenLag measures when another store's Listen reports a task
+// that TaskCreate makes, one create at a time: from the call (p50-ms,
+// p99-ms), which includes the commit, and from its return (after-p99-ms),
+// which is negative when the report came first: the server notifies
+// listeners as it commits, before it answers the writer.
+func BenchmarkListenLag(b *testing.B) {
+	schema := newSchema(b)
+	writer, reader := open(b, schema), open(b, schema)
+	heardAt := make(chan time.Time, 1)
+	listening := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- reader.Listen(ctx, func(string, time.Time) { heardAt <- time.Now() },
+			postgres.OnListening(func() { listening <- struct{}{} }))
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-listening
+	lags, after := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if _, _, err := writer.TaskCreate(context.Background(), &store.Task{Tenant: "bench",
+			IdempotencyKey: fmt.Sprint("k", i), TargetURL: "http://127.0.0.1:9/", Method: "POST"}); err != nil {
+			b.Fatal(err)
+		}
+		created := time.Now()
+		heard := <-heardAt
+		lags, after = append(lags, heard.Sub(start)), append(after, heard.Sub(created))
+	}
+	slices.Sort(lags)
+	slices.Sort(after)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(lags[len(lags)/2]), "p50-ms")
+	b.ReportMetric(ms(lags[len(lags)*99/100]), "p99-ms")
+	b.ReportMetric(ms(after[len(after)*99/100]), "after-p99-ms")
 }
