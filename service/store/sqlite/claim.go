@@ -18,6 +18,13 @@ type candidate struct {
 	expired bool
 }
 
+// claimed is a task TaskClaim took, with where it stands in the order the
+// tasks are handed out.
+type claimed struct {
+	candidate
+	t *store.Task
+}
+
 // TaskClaim leases due tasks; see store.Store. It runs a few statements per
 // call whatever the number of tasks, inside one transaction.
 func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
@@ -27,12 +34,8 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 		now = time.Now()
 	}
 	var out []*store.Task
-	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
-		cands, err := w.dueCandidates(p.IDs, ms(now), limit)
-		if err != nil || len(cands) == 0 {
-			return err
-		}
-		out, err = w.claim(cands, ms(now), ms(now.Add(p.Lease)))
+	err := s.write(ctx, &writeOp{run: func(w *wtx) (err error) {
+		out, err = w.claimDue(p.IDs, ms(now), ms(now.Add(p.Lease)), limit)
 		return err
 	}})
 	if err != nil {
@@ -41,13 +44,72 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	return out, nil
 }
 
-// dueCandidates returns up to limit due tasks, earliest due first.
+// claimDue claims up to limit due tasks (among ids, when there are some),
+// earliest due first.
+func (w *wtx) claimDue(ids []string, now, leaseUntil int64, limit int) ([]*store.Task, error) {
+	var got []claimed
+	if len(ids) > 0 && limit >= len(ids) {
+		// The common case, a scheduler naming the tasks its heap says are
+		// due: each is looked up once, by one UPDATE. It takes only
+		// PENDING tasks, since an expired lease must log its lost attempt
+		// from the values the claim overwrites; those, and IDs that are
+		// not due, go the general way below.
+		var err error
+		if got, err = w.claimPending(ids, now, leaseUntil); err != nil {
+			return nil, err
+		}
+		if len(got) == len(ids) {
+			return w.withPayloads(got)
+		}
+		taken := make(map[string]bool, len(got))
+		for _, c := range got {
+			taken[c.t.ID] = true
+		}
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return taken[id] })
+		if len(ids) == 0 { // they were repeats
+			return w.withPayloads(got)
+		}
+		limit -= len(got)
+	}
+	if limit > 0 {
+		cands, err := w.dueCandidates(ids, now, limit)
+		if err != nil {
+			return nil, err
+		}
+		more, err := w.claim(cands, now, leaseUntil)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, more...)
+	}
+	return w.withPayloads(got)
+}
+
+// claimPendingSQL claims the PENDING tasks of a list of IDs that are due
+// (?1 now, ?2 the lease's end). tasks_id is named because the planner,
+// without statistics, would rather walk every live task by state.
+const claimPendingSQL = `UPDATE tasks INDEXED BY tasks_id SET status = 'IN_FLIGHT', wake_at = ?2, lease_until = ?2,
+	claimed_at = ?1, updated_at = ?1, attempt_number = attempt_number + 1, version = version + 1
+	WHERE id IN (%s) AND state = 'LIVE' AND status = 'PENDING' AND wake_at <= ?1 RETURNING ` + hotCols
+
+func (w *wtx) claimPending(ids []string, now, leaseUntil int64) ([]claimed, error) {
+	var got []claimed
+	err := w.inList(claimPendingSQL, []any{now, leaseUntil}, anys(ids), func(rows *sql.Rows) (err error) {
+		got, err = scanClaimed(rows, got)
+		return err
+	})
+	for i := range got {
+		got[i].due = ms(got[i].t.NextAttemptAt)
+		w.move(store.Pending, store.InFlight)
+	}
+	return got, err
+}
+
+// dueCandidates returns up to limit due tasks, among ids when there are
+// some, earliest due first.
 func (w *wtx) dueCandidates(ids []string, now int64, limit int) ([]candidate, error) {
 	var cands []candidate
-	collect := func(rows *sql.Rows, err error) error {
-		if err != nil {
-			return err
-		}
+	collect := func(rows *sql.Rows) error {
 		defer rows.Close()
 		for rows.Next() {
 			var c candidate
@@ -58,27 +120,36 @@ func (w *wtx) dueCandidates(ids []string, now int64, limit int) ([]candidate, er
 		}
 		return rows.Err()
 	}
+	var err error
 	if len(ids) > 0 {
-		err := collect(w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks INDEXED BY tasks_id
-			WHERE id IN (SELECT CAST(unhex(value) AS TEXT) FROM json_each(?)) AND state = 'LIVE' AND wake_at <= ?`,
-			hexList(ids), now))
-		if err != nil {
-			return nil, err
+		err = w.inList(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks INDEXED BY tasks_id
+			WHERE wake_at <= ?1 AND state = 'LIVE' AND id IN (%s)`, []any{now}, anys(ids), collect)
+	} else {
+		var rows *sql.Rows
+		if rows, err = w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks INDEXED BY tasks_wake
+			WHERE state = 'LIVE' AND wake_at <= ? ORDER BY wake_at LIMIT ?`, now, limit); err == nil {
+			err = collect(rows)
 		}
-	} else if err := collect(w.query(`SELECT seq, wake_at, status = 'IN_FLIGHT' FROM tasks INDEXED BY tasks_wake
-		WHERE state = 'LIVE' AND wake_at <= ? ORDER BY wake_at LIMIT ?`, now, limit)); err != nil {
+	}
+	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(cands, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq))
-	})
+	slices.SortStableFunc(cands, candidate.compare)
 	return cands[:min(len(cands), limit)], nil
 }
 
-// claim leases cands. An expired lease's lost attempt is logged first.
-func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]*store.Task, error) {
-	seqs := make([]int64, len(cands))
-	var expired []int64
+func (a candidate) compare(b candidate) int {
+	return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq))
+}
+
+// claim leases cands, tasks of any state that dueCandidates found due. An
+// expired lease's lost attempt is logged first, from the claim it ends.
+func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]claimed, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	seqs := make([]any, len(cands))
+	var expired []any
 	for i, c := range cands {
 		seqs[i] = c.seq
 		if c.expired {
@@ -87,74 +158,84 @@ func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]*store.Task, er
 			w.move(store.Pending, store.InFlight)
 		}
 	}
-	if len(expired) > 0 {
-		if _, err := w.exec(`INSERT INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
-			response_status, error_message, response_body)
-			SELECT seq, log_count, attempt_number, claimed_at, (lease_until - claimed_at) * 1000000, 0, ?, ''
-			FROM tasks WHERE seq IN (SELECT value FROM json_each(?))`,
-			store.LeaseExpiredMessage, jsonInts(expired)); err != nil {
-			return nil, err
-		}
+	if err := w.inList(`INSERT INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
+		response_status, error_message, response_body)
+		SELECT seq, log_count, attempt_number, claimed_at, (lease_until - claimed_at) * 1000000, 0, ?1, ''
+		FROM tasks WHERE seq IN (%s)`, []any{store.LeaseExpiredMessage}, expired, nil); err != nil {
+		return nil, err
 	}
-	list := jsonInts(seqs)
-	rows, err := w.query(`UPDATE tasks SET status = 'IN_FLIGHT', wake_at = ?1, lease_until = ?1, claimed_at = ?2,
+	var got []claimed
+	err := w.inList(`UPDATE tasks SET status = 'IN_FLIGHT', wake_at = ?1, lease_until = ?1, claimed_at = ?2,
 		updated_at = ?2, attempt_number = attempt_number + 1, version = version + 1,
 		log_count = log_count + (status = 'IN_FLIGHT'),
 		last_error = iif(status = 'IN_FLIGHT', ?3, last_error)
-		WHERE seq IN (SELECT value FROM json_each(?4)) RETURNING `+hotCols,
-		leaseUntil, now, store.LeaseExpiredMessage, list)
+		WHERE seq IN (%s) RETURNING `+hotCols, []any{leaseUntil, now, store.LeaseExpiredMessage}, seqs,
+		func(rows *sql.Rows) (err error) {
+			got, err = scanClaimed(rows, got)
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}
-	bySeq := make(map[int64]*store.Task, len(cands))
-	err = func() error {
-		defer rows.Close()
-		for rows.Next() {
-			t := &store.Task{}
-			var seq int64
-			var r rawTimes
-			if err := rows.Scan(hotFields(t, &seq, &r)...); err != nil {
-				return err
-			}
-			r.apply(t)
-			bySeq[seq] = t
-		}
-		return rows.Err()
-	}()
-	if err != nil {
-		return nil, err
-	}
-	if err := w.payloads(list, bySeq); err != nil {
-		return nil, err
-	}
-	out := make([]*store.Task, 0, len(cands))
+	due := make(map[int64]candidate, len(cands))
 	for _, c := range cands {
-		if t, ok := bySeq[c.seq]; ok {
-			out = append(out, t)
-		}
+		due[c.seq] = c
 	}
-	return out, nil
+	for i := range got {
+		got[i].candidate = due[got[i].seq]
+	}
+	return got, nil
 }
 
-// payloads fills in the request of each task of bySeq.
-func (w *wtx) payloads(list string, bySeq map[int64]*store.Task) error {
-	rows, err := w.query(`SELECT task_seq, `+payloadCols+` FROM task_payloads
-		WHERE task_seq IN (SELECT value FROM json_each(?))`, list)
-	if err != nil {
-		return err
-	}
+// scanClaimed appends the tasks of rows of hotCols to got and closes rows.
+func scanClaimed(rows *sql.Rows, got []claimed) ([]claimed, error) {
 	defer rows.Close()
 	for rows.Next() {
-		var seq int64
-		var p payload
-		if err := rows.Scan(append([]any{&seq}, p.fields()...)...); err != nil {
-			return err
+		c := claimed{t: &store.Task{}}
+		var r rawTimes
+		if err := rows.Scan(hotFields(c.t, &c.seq, &r)...); err != nil {
+			return got, err
 		}
-		if t, ok := bySeq[seq]; ok {
-			if err := p.apply(t); err != nil {
-				return err
-			}
-		}
+		r.apply(c.t)
+		got = append(got, c)
 	}
-	return rows.Err()
+	return got, rows.Err()
+}
+
+// withPayloads fills in the request of each claimed task and returns the
+// tasks earliest due first.
+func (w *wtx) withPayloads(got []claimed) ([]*store.Task, error) {
+	if len(got) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(got, func(a, b claimed) int { return a.compare(b.candidate) })
+	bySeq := make(map[int64]*store.Task, len(got))
+	seqs := make([]any, len(got))
+	out := make([]*store.Task, len(got))
+	for i, c := range got {
+		bySeq[c.seq] = c.t
+		seqs[i] = c.seq
+		out[i] = c.t
+	}
+	err := w.inList(`SELECT task_seq, `+payloadCols+` FROM task_payloads WHERE task_seq IN (%s)`, nil, seqs,
+		func(rows *sql.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var seq int64
+				var p payload
+				if err := rows.Scan(append([]any{&seq}, p.fields()...)...); err != nil {
+					return err
+				}
+				if t, ok := bySeq[seq]; ok {
+					if err := p.apply(t); err != nil {
+						return err
+					}
+				}
+			}
+			return rows.Err()
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

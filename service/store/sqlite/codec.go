@@ -1,10 +1,8 @@
 package sqlite
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/retrykit/retry/service/store"
@@ -110,33 +108,4 @@ func encodeHeaders(h map[string]string) (string, error) {
 		return "", fmt.Errorf("headers: %w", err)
 	}
 	return string(b), nil
-}
-
-// jsonInts is a JSON array of v, for json_each.
-func jsonInts(v []int64) string {
-	b := make([]byte, 0, len(v)*8+2)
-	b = append(b, '[')
-	for i, n := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, n, 10)
-	}
-	return string(append(b, ']'))
-}
-
-// hexList is a JSON array of the strings in hex, which SQL turns back into
-// the very same bytes with unhex: JSON itself cannot carry invalid UTF-8.
-func hexList(v []string) string {
-	b := make([]byte, 0, len(v)*75+2)
-	b = append(b, '[')
-	for i, s := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = hex.AppendEncode(b, []byte(s))
-		b = append(b, '"')
-	}
-	return string(append(b, ']'))
 }

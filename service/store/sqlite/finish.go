@@ -158,24 +158,21 @@ func (w *wtx) refuse(byID map[string]finishRef) error {
 	if len(byID) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(byID))
+	ids := make([]any, 0, len(byID))
 	for id, r := range byID {
 		ids = append(ids, id)
 		r.op.errs[r.i] = fmt.Errorf("task %s: %w", id, store.ErrNotFound)
 	}
-	rows, err := w.query(`SELECT id FROM tasks WHERE id IN (SELECT CAST(unhex(value) AS TEXT) FROM json_each(?))`,
-		hexList(ids))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
+	return w.inList(`SELECT id FROM tasks WHERE id IN (%s)`, nil, ids, func(rows *sql.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			r := byID[id]
+			r.op.errs[r.i] = fmt.Errorf("task %s version %d: %w", id, r.f().Version, store.ErrLeaseLost)
 		}
-		r := byID[id]
-		r.op.errs[r.i] = fmt.Errorf("task %s version %d: %w", id, r.f().Version, store.ErrLeaseLost)
-	}
-	return rows.Err()
+		return rows.Err()
+	})
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ type benchConfig struct {
 	skipTput bool
 	skipLag  bool
 	cpuProf  string
+	memProf  string
 }
 
 // Bench measures retryd's scheduler, dispatcher and store together, in
@@ -67,6 +69,7 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.BoolVar(&c.skipTput, "skip-throughput", false, "skip the throughput run")
 	fs.BoolVar(&c.skipLag, "skip-lag", false, "skip the lag run")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write a CPU profile of the runs to this `file`")
+	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the runs to this `file`")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -80,6 +83,9 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if c.memProf != "" {
+		defer writeAllocs(c.memProf, stderr)
 	}
 	if c.tasks < 1 || c.attempts < 1 || c.rate < 1 || c.duration <= 0 {
 		return usageError{fmt.Errorf("--tasks, --attempts, --rate and --duration must be positive")}
@@ -109,6 +115,18 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	return nil
+}
+
+// writeAllocs writes the allocations made so far to path, for go tool pprof
+// (-sample_index=alloc_space shows where the garbage comes from).
+func writeAllocs(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "retryd bench: memprofile: %v\n", err)
+	}
 }
 
 // rig is one store and scheduler under measurement.
