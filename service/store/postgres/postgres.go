@@ -27,7 +27,20 @@
 // Writes that make a task due sooner (TaskCreate, a redrive, a finish that
 // schedules a retry) send a NOTIFY in their transaction; Listen delivers
 // them to every instance, so that a task created through one instance's API
-// can be run by another without waiting for a poll.
+// can be run by another without waiting for a poll. A report reaches the
+// other instances as the writer's commit completes (BenchmarkListenLag:
+// under 1 ms after TaskCreate returns, at p99).
+//
+// # Throughput
+//
+// A commit costs a WAL flush (about 1 ms on this project's virtual disk),
+// so TaskClaim and TaskFinish take many tasks per statement: on a loaded
+// 2-core machine with the server on it, claim+finish of batches of 64 runs
+// at about 13,000–16,000 tasks/s and of 256 at 15,000–19,000, against
+// about 450 one task at a time (BenchmarkClaimFinish). Each instance needs
+// a connection per concurrent call plus one per Listen; pgxpool's default
+// pool is max(4, GOMAXPROCS) connections, and pool_max_conns in the URL
+// sets another.
 //
 // # Durability
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/retrykit/retry/service/store/storetest"
 )
 
-// DefaultURL is the test server's address unless RETRYKIT_POSTGRES_URL
+// defaultURL is the test server's address unless RETRYKIT_POSTGRES_URL
 // names another.
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
