@@ -13,8 +13,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,6 +52,9 @@ type Dispatcher struct {
 	// follows redirects, and an attempt needs none of a Client's cookie,
 	// header-copying or timeout machinery (the context bounds it).
 	tr *http.Transport
+	// bufs holds KeepBytes-long buffers for reading responses, so that an
+	// attempt allocates only the bytes it keeps.
+	bufs sync.Pool
 }
 
 // New returns a Dispatcher for cfg.
@@ -82,7 +85,12 @@ func New(cfg Config) *Dispatcher {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	return &Dispatcher{cfg: cfg, tr: tr}
+	d := &Dispatcher{cfg: cfg, tr: tr}
+	d.bufs.New = func() any {
+		b := make([]byte, cfg.KeepBytes)
+		return &b
+	}
+	return d
 }
 
 // Timeout returns the bound on one attempt; a lease must outlast it.
@@ -124,21 +132,18 @@ func (d *Dispatcher) Send(ctx context.Context, r Request) Result {
 }
 
 func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
-	u, err := url.Parse(r.URL)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadTarget, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%w: scheme %q (want http or https)", ErrBadTarget, u.Scheme)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%w: no host", ErrBadTarget)
-	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(r.Body))
+	// NewRequest parses the URL once, and the checks read what it parsed.
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadTarget, err)
+	}
+	if u := req.URL; u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: scheme %q (want http or https)", ErrBadTarget, u.Scheme)
+	}
+	if req.URL.Host == "" {
+		return fmt.Errorf("%w: no host", ErrBadTarget)
 	}
 	for k, v := range r.Headers {
 		if strings.EqualFold(k, "Host") {
@@ -168,7 +173,10 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 // MaxResponseBytes so that the connection can be reused; a longer body is
 // left unread and its connection dropped by Close.
 func (d *Dispatcher) readBody(body io.Reader) string {
-	buf := make([]byte, d.cfg.KeepBytes)
+	// The buffer is reused: only what is kept is copied out.
+	bp := d.bufs.Get().(*[]byte)
+	defer d.bufs.Put(bp)
+	buf := *bp
 	n, _ := io.ReadFull(body, buf)
 	if n == len(buf) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(body, d.cfg.MaxResponseBytes-int64(n)))
