@@ -54,7 +54,7 @@ func WithPartitions(n int) Option { return func(c *config) { c.partitions = n } 
 // instances can split the partitions between them. Every other method
 // still sees every partition. Store.Partition tells where tasks go.
 func WithClaimPartitions(ps ...int) Option {
-	return func(c *config) { c.claim = slices.Clone(ps) }
+	return func(c *config) { c.claim = append([]int{}, ps...) } // not nil: an empty list is an error
 }
 
 // WithAttemptLogCap sets how many attempts a task's log keeps, the latest
@@ -159,7 +159,7 @@ func (s *Store) setup(ctx context.Context, cfg config) error {
 	if want == 0 {
 		want = DefaultPartitions
 	}
-	configKey := cfg.prefix + "config"
+	configKey := keys{prefix: cfg.prefix}.config() // the partitions are not known yet
 	if err := s.rdb.HSetNX(ctx, configKey, "partitions", want).Err(); err != nil {
 		return err
 	}

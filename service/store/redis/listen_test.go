@@ -1,0 +1,230 @@
+package redis_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/redis"
+)
+
+type wakeUp struct {
+	id  string
+	due time.Time
+}
+
+// listen runs s.Listen until t ends, and returns the wake-ups it hears and
+// what Listen returned.
+func listen(t *testing.T, s *redis.Store) (<-chan wakeUp, <-chan error, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	wakes := make(chan wakeUp, 64)
+	done, stopped := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		done <- s.Listen(ctx, func(id string, due time.Time) { wakes <- wakeUp{id, due} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+	return wakes, done, cancel
+}
+
+// waitSubscribed waits until channel has n subscribers on the server at
+// url.
+func waitSubscribed(t *testing.T, url, channel string, n int64) {
+	t.Helper()
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opts)
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := c.PubSubNumSub(context.Background(), channel).Result()
+		if err == nil && got[channel] == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d subscribers (%v), want %d", channel, got[channel], err, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func expectWake(t *testing.T, wakes <-chan wakeUp, id string, due time.Time) {
+	t.Helper()
+	select {
+	case w := <-wakes:
+		if w.id != id || !w.due.Equal(due) {
+			t.Errorf("wake-up = %s at %v, want %s at %v", w.id, w.due, id, due)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no wake-up for %s", id)
+	}
+}
+
+// Creates, retries and redrives by one instance wake another.
+func TestListen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := sharedURL(t)
+	prefix := newPrefix(t, url)
+	listener := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
+	writer := closeAtEnd(t, open(t, url, prefix))
+	wakes, done, cancel := listen(t, listener)
+	waitSubscribed(t, url, redis.WakeChannel(listener, listener.Partition("acme", "p")), 1)
+
+	tk := createIn(t, writer, "acme", "p", 1, 5*time.Second)[0]
+	expectWake(t, wakes, tk.ID, t0.Add(5*time.Second))
+
+	c := claimOne(t, writer, tk.ID, t0.Add(5*time.Second))
+	finishAs(t, writer, c, store.Pending, t0.Add(10*time.Second))
+	expectWake(t, wakes, tk.ID, t0.Add(10*time.Second))
+
+	c = claimOne(t, writer, tk.ID, t0.Add(10*time.Second))
+	finishAs(t, writer, c, store.Failed, time.Time{})
+	if _, err := writer.TaskTransition(ctx, store.Transition{Tenant: "acme", TaskID: tk.ID,
+		From: []store.Status{store.Failed}, To: store.Pending, Now: t0.Add(20 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	expectWake(t, wakes, tk.ID, t0.Add(20*time.Second))
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Listen after its context ended = %v, want nil", err)
+	}
+}
+
+func claimOne(t *testing.T, s *redis.Store, id string, at time.Time) *store.Task {
+	t.Helper()
+	got, err := s.TaskClaim(context.Background(), store.ClaimParams{Now: at, Lease: time.Minute, IDs: []string{id}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("TaskClaim(%s) = %d tasks, %v", id, len(got), err)
+	}
+	return got[0]
+}
+
+// finishAs finishes claimed task c as status, due again at next.
+func finishAs(t *testing.T, s *redis.Store, c *store.Task, status store.Status, next time.Time) {
+	t.Helper()
+	errs, err := s.TaskFinish(context.Background(), []store.Finish{{TaskID: c.ID, Version: c.Version, Status: status,
+		NextAttemptAt: next, Now: c.LeaseUntil.Add(-time.Minute),
+		Attempt: store.Attempt{AttemptNumber: c.AttemptNumber, StartedAt: t0, ResponseStatus: 503}}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("TaskFinish(%s) = %v, %v", c.ID, errs, err)
+	}
+}
+
+// An instance that claims from some partitions hears of those only.
+func TestListenToClaimPartitions(t *testing.T) {
+	t.Parallel()
+	url := sharedURL(t)
+	prefix := newPrefix(t, url)
+	writer := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
+	listener := closeAtEnd(t, open(t, url, prefix, redis.WithClaimPartitions(2)))
+	wakes, _, _ := listen(t, listener)
+	waitSubscribed(t, url, redis.WakeChannel(listener, 2), 1)
+	createIn(t, writer, "acme", policyIn(writer, "acme", 1), 1, 0)
+	mine := createIn(t, writer, "acme", policyIn(writer, "acme", 2), 1, 0)[0]
+	expectWake(t, wakes, mine.ID, t0)
+}
+
+// A lost subscription is logged and made again.
+func TestListenSubscribesAgain(t *testing.T) {
+	t.Parallel()
+	url := sharedURL(t)
+	prefix := newPrefix(t, url)
+	name := "retrykit-test-" + store.NewID()
+	logs := &lockedBuffer{}
+	listener := closeAtEnd(t, open(t, withQuery(url, "client_name="+name), prefix,
+		redis.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))))
+	writer := closeAtEnd(t, open(t, url, prefix))
+	wakes, _, _ := listen(t, listener)
+	channel := redis.WakeChannel(listener, listener.Partition("acme", "p"))
+	waitSubscribed(t, url, channel, 1)
+
+	opts, _ := goredis.ParseURL(url)
+	admin := goredis.NewClient(opts)
+	defer admin.Close()
+	ctx := context.Background()
+	list, err := admin.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for line := range strings.SplitSeq(list, "\n") {
+		// Only this test's own subscription: others share the server.
+		if strings.Contains(line, " name="+name+" ") && !strings.Contains(line, " sub=0 ") {
+			id, _, _ := strings.Cut(strings.TrimPrefix(line, "id="), " ")
+			if err := admin.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("found %d subscribed connections named %s, want 1", killed, name)
+	}
+	waitSubscribed(t, url, channel, 1)
+	tk := createIn(t, writer, "acme", "p", 1, 0)[0]
+	expectWake(t, wakes, tk.ID, t0)
+	if !strings.Contains(logs.String(), "lost the wake-up subscription") {
+		t.Errorf("log = %q, want the lost subscription", logs.String())
+	}
+}
+
+func TestListenEndsWhenClosed(t *testing.T) {
+	t.Parallel()
+	url := sharedURL(t)
+	s := open(t, url, newPrefix(t, url), redis.WithPartitions(2))
+	_, done, _ := listen(t, s)
+	waitSubscribed(t, url, redis.WakeChannel(s, 1), 1)
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrClosed) {
+			t.Errorf("Listen after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Listen did not return after Close")
+	}
+	if err := s.Listen(context.Background(), func(string, time.Time) {}); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Listen on a closed store = %v, want ErrClosed", err)
+	}
+}
+
+func withQuery(url, q string) string {
+	if strings.Contains(url, "?") {
+		return url + "&" + q
+	}
+	return url + "?" + q
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use, for logs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
