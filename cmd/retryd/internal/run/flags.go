@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,19 +25,23 @@ const (
 
 // Config is what the serve flags say.
 type Config struct {
-	Listen         string
-	Store          string
-	Workers        int
-	Lease          time.Duration
-	TokensFile     string
-	AllowPrivate   bool
-	AllowTargets   []netip.Prefix
-	Insecure       bool
-	LogFormat      string
-	LogLevel       string
-	AttemptTimeout time.Duration
-	ConnectTimeout time.Duration
-	ShutdownGrace  time.Duration
+	Listen          string
+	Store           string
+	Schema          string // PostgreSQL schema of the tables
+	Prefix          string // Redis key prefix
+	Partitions      int    // Redis partitions (recorded by the first instance)
+	ClaimPartitions []int  // Redis partitions this instance claims from; nil means all
+	Workers         int
+	Lease           time.Duration
+	TokensFile      string
+	AllowPrivate    bool
+	AllowTargets    []netip.Prefix
+	Insecure        bool
+	LogFormat       string
+	LogLevel        string
+	AttemptTimeout  time.Duration
+	ConnectTimeout  time.Duration
+	ShutdownGrace   time.Duration
 }
 
 // prefixes is a repeatable CIDR flag.
@@ -79,7 +84,7 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(w)
 	fs.StringVar(&c.Listen, "listen", DefaultListen, "address to serve the API on (`host:port`)")
-	fs.StringVar(&c.Store, "store", DefaultStore, "where tasks are kept: a file `path` or sqlite://path")
+	storeFlags(fs, c)
 	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
 	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT\" lines; without it authentication is off")
@@ -92,6 +97,58 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", dispatch.DefaultConnectTimeout, "bound on connecting to a target")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", scheduler.DefaultShutdownGrace, "on SIGINT/SIGTERM, how long attempts in flight may finish")
 	return fs
+}
+
+// storeFlags defines the flags that say which store to use, shared by serve
+// and migrate.
+func storeFlags(fs *flag.FlagSet, c *Config) {
+	fs.StringVar(&c.Store, "store", DefaultStore,
+		"where tasks are kept: a file `path` or sqlite://path, postgres://user@host/db, or redis://host:port/db")
+	fs.StringVar(&c.Schema, "schema", "", "postgres: the (existing) `schema` of retryd's tables (default: the URL's search_path)")
+	fs.StringVar(&c.Prefix, "prefix", "", "redis: the `prefix` of retryd's keys (default \"retryd:\")")
+	fs.IntVar(&c.Partitions, "partitions", 0, "redis: number of partitions, fixed by the first instance to open the store (default 16)")
+	fs.Var(partitionList{&c.ClaimPartitions}, "claim-partitions", "redis: claim only from these `partitions` (like 0-7,12; default all)")
+}
+
+// partitionList is a set of partition numbers: "0-3,8" is 0, 1, 2, 3 and 8.
+type partitionList struct{ p *[]int }
+
+func (v partitionList) String() string {
+	if v.p == nil {
+		return ""
+	}
+	s := make([]string, len(*v.p))
+	for i, n := range *v.p {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// maxPartitionNumber bounds the numbers a partition list may hold, so that
+// a range cannot ask for a huge list; the store checks the real bound.
+const maxPartitionNumber = 1 << 16
+
+// Set adds numbers and ranges separated by commas.
+func (v partitionList) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, aerr := strconv.Atoi(strings.TrimSpace(lo))
+		b, berr := strconv.Atoi(strings.TrimSpace(hi))
+		if aerr != nil || berr != nil || a < 0 || b < a || b >= maxPartitionNumber {
+			return fmt.Errorf("%q is not a partition number or a range like 0-7", part)
+		}
+		for n := a; n <= b; n++ {
+			*v.p = append(*v.p, n)
+		}
+	}
+	return nil
 }
 
 // envName is the variable a flag falls back to: --allow-target is

@@ -21,13 +21,16 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 	if len(args) > 0 && args[0] == "bench" {
 		return exitCode(Bench(ctx, args[1:], getenv, stdout, stderr), stderr)
 	}
+	if len(args) > 0 && args[0] == "migrate" {
+		return exitCode(Migrate(ctx, args[1:], getenv, stdout, stderr), stderr)
+	}
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	}
 	var c Config
 	fs := newFlagSet("retryd", &c, stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: retryd [serve] [flags]\n       retryd bench [flags]\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: retryd [serve] [flags]\n       retryd migrate [flags]\n       retryd bench [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, usageFooter)
 	}

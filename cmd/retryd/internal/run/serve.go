@@ -2,13 +2,11 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,24 +14,31 @@ import (
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/scheduler"
-	"github.com/retrykit/retry/service/store"
-	"github.com/retrykit/retry/service/store/sqlite"
 )
 
 // Serve runs retryd as c says until ctx ends, then shuts down gracefully:
 // the listener stops taking requests, attempts in flight get c.ShutdownGrace
 // to finish, and the store is closed. ready, when not nil, receives the
 // address the API listens on once it does.
+//
+// On a store several instances share (PostgreSQL, Redis), the scheduler
+// follows the store's change feed, so it hears at once of tasks other
+// instances create or make due sooner, and resyncs from the store each
+// time the feed comes back after a break; its periodic resync remains the
+// fallback. It also watches the other instances' leases, so that the tasks
+// of an instance that died are claimed again as their leases expire.
 func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Addr) error {
 	tokens, err := checkAccess(c, log)
 	if err != nil {
 		return err
 	}
-	st, where, err := openStore(ctx, c.Store)
+	o, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer o.Close()
+	st := o.Store
+	log.Info("store open", "store", o.where, "shared", o.follow != nil)
 
 	disp := dispatch.New(dispatch.Config{
 		Guard:          dispatch.Guard{AllowPrivate: c.AllowPrivate, Allow: c.AllowTargets},
@@ -53,6 +58,13 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
+	if o.follow != nil {
+		// The feed stops before the store closes (defers run last first).
+		feedCtx, stopFeed := context.WithCancel(ctx)
+		defer stopFeed()
+		follow(feedCtx, o.follow, sched, log)
+		go watchLeases(feedCtx, st, sched, c.Lease, log)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /healthz", metrics.Healthy())
@@ -70,7 +82,7 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("retryd listening", "url", "http://"+ln.Addr().String(), "store", where,
+	log.Info("retryd listening", "url", "http://"+ln.Addr().String(), "store", o.where,
 		"workers", c.Workers, "allow_private_targets", c.AllowPrivate, "allow_targets", prefixes{&c.AllowTargets}.String())
 	if ready != nil {
 		ready <- ln.Addr()
@@ -133,25 +145,6 @@ func loopbackOnly(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
-}
-
-// openStore opens the store c.Store names: a path or sqlite://path.
-func openStore(ctx context.Context, spec string) (store.Store, string, error) {
-	switch {
-	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"), strings.HasPrefix(spec, "redis://"):
-		return nil, "", usageError{errors.New("--store: PostgreSQL and Redis stores are not available yet; give a file path or sqlite://path")}
-	case strings.Contains(spec, "://") && !strings.HasPrefix(spec, "sqlite://"):
-		return nil, "", usageError{fmt.Errorf("--store %q: unknown kind; give a file path or sqlite://path", spec)}
-	}
-	path := strings.TrimPrefix(spec, "sqlite://")
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		return nil, "", err
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	return st, "sqlite://" + path, nil
 }
 
 var _ api.Waker = (*scheduler.Scheduler)(nil)

@@ -1,0 +1,164 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/sqlite"
+)
+
+// opened is an open store with what retryd needs to know about it.
+type opened struct {
+	store.Store
+	where  string // for logs: the store's kind and place, without secrets
+	follow feed   // nil for a store one process owns (SQLite)
+}
+
+// feed is a shared store's change feed: it calls wake for each task any
+// instance made due (or due sooner) and onListening each time the feed is
+// in place, the first time and after every reconnection, until ctx ends.
+type feed func(ctx context.Context, wake func(id string, due time.Time), onListening func()) error
+
+// storeKind is the kind of store spec names: "sqlite" (a path or
+// sqlite://path), "postgres" or "redis".
+func storeKind(spec string) (string, error) {
+	scheme, _, ok := strings.Cut(spec, "://")
+	if !ok {
+		return "sqlite", nil
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite":
+		return "sqlite", nil
+	case "postgres", "postgresql":
+		return "postgres", nil
+	case "redis", "rediss", "redis+cluster", "rediss+cluster":
+		return "redis", nil
+	}
+	return "", usageError{fmt.Errorf("--store %q: unknown kind; give a file path or sqlite://path, postgres://… or redis://…", scheme+"://")}
+}
+
+// openStore opens the store c.Store names. A PostgreSQL store gets the
+// migrations it lacks applied first (postgres.Open does).
+func openStore(ctx context.Context, c Config, log *slog.Logger) (*opened, error) {
+	kind, err := storeKind(c.Store)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStoreFlags(kind, c); err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "postgres":
+		return openPostgres(ctx, c, log)
+	case "redis":
+		return openRedis(ctx, c, log)
+	}
+	path := strings.TrimPrefix(c.Store, "sqlite://")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return &opened{Store: st, where: "sqlite://" + path}, nil
+}
+
+// checkStoreFlags refuses flags that do nothing for the kind of store, so
+// that a mistake (a --schema meant for another store) does not pass
+// unnoticed.
+func checkStoreFlags(kind string, c Config) error {
+	var wrong []string
+	if c.Schema != "" && kind != "postgres" {
+		wrong = append(wrong, "--schema")
+	}
+	if kind != "redis" {
+		if c.Prefix != "" {
+			wrong = append(wrong, "--prefix")
+		}
+		if c.Partitions != 0 {
+			wrong = append(wrong, "--partitions")
+		}
+		if c.ClaimPartitions != nil {
+			wrong = append(wrong, "--claim-partitions")
+		}
+	}
+	if len(wrong) > 0 {
+		return usageError{fmt.Errorf("%s: not used by a %s store", strings.Join(wrong, ", "), kind)}
+	}
+	return nil
+}
+
+func openPostgres(ctx context.Context, c Config, log *slog.Logger) (*opened, error) {
+	where, err := redactURL(c.Store)
+	if err != nil {
+		return nil, err
+	}
+	if c.Schema != "" {
+		where += " schema " + c.Schema
+	}
+	st, err := postgres.Open(ctx, c.Store, postgres.WithSchema(c.Schema), postgres.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", where, err)
+	}
+	follow := func(ctx context.Context, wake func(string, time.Time), onListening func()) error {
+		return st.Listen(ctx, wake, postgres.OnListening(onListening))
+	}
+	return &opened{Store: st, where: where, follow: follow}, nil
+}
+
+func openRedis(ctx context.Context, c Config, log *slog.Logger) (*opened, error) {
+	where, err := redactURL(c.Store)
+	if err != nil {
+		return nil, err
+	}
+	opts := []redis.Option{redis.WithLogger(log), redis.WithPartitions(c.Partitions)}
+	if c.Prefix != "" {
+		opts = append(opts, redis.WithPrefix(c.Prefix))
+		where += " prefix " + c.Prefix
+	}
+	if c.ClaimPartitions != nil {
+		opts = append(opts, redis.WithClaimPartitions(c.ClaimPartitions...))
+	}
+	st, err := redis.Open(ctx, c.Store, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", where, err)
+	}
+	// redis.Store.Listen does not say when its subscription is in place;
+	// reporting it as placed once at the start keeps retryd's start-up
+	// from waiting, and the periodic resync covers what a resubscription
+	// misses.
+	follow := func(ctx context.Context, wake func(string, time.Time), onListening func()) error {
+		onListening()
+		return st.Listen(ctx, wake)
+	}
+	return &opened{Store: st, where: where, follow: follow}, nil
+}
+
+// redactURL returns raw without its password, in the user part or in a
+// query parameter (pgx reads password= and sslpassword=). An unparsable
+// URL is a usage error whose message does not repeat it, since it may
+// hold a password.
+func redactURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", usageError{errors.New("--store: not a valid URL (scheme://[user[:password]@]host[:port]/…)")}
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted(), nil
+}
