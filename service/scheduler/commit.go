@@ -79,8 +79,12 @@ func (s *Scheduler) record(ctx context.Context, batch []finished) {
 			continue
 		}
 		if b.f.Status == store.Pending {
-			if s.heap.set(b.f.TaskID, pendingAt(b.f)) {
+			at := pendingAt(b.f)
+			if s.heap.set(b.f.TaskID, at) {
 				signal(s.wakeC)
+			}
+			if at.Sub(b.f.Now) <= keptRequestHorizon {
+				s.heap.keep(b.f.TaskID, b.task)
 			}
 		} else {
 			s.heap.removeAt(b.f.TaskID, b.leaseUntil)

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"container/heap"
 	"time"
+
+	"github.com/retrykit/retry/service/store"
 )
 
 // dueHeap is the scheduler's index of when each task next needs a worker:
@@ -14,13 +16,32 @@ import (
 type dueHeap struct {
 	items entries
 	byID  map[string]*entry
+	kept  int64 // bytes of the requests entries keep, at most maxKeptRequestBytes
 }
 
 type entry struct {
 	id    string
 	due   time.Time
 	index int
+	// req, if not nil, is the task as its last attempt had it, kept so
+	// that its next claim need not read the request again (requests never
+	// change); see keep.
+	req *store.Task
 }
+
+// dueTask is an entry taken out of the heap to be claimed.
+type dueTask struct {
+	id  string
+	req *store.Task // as entry.req
+}
+
+// maxKeptRequestBytes bounds the memory the heap spends on requests, and
+// keptRequestHorizon how far ahead a retry may be due to have its request
+// kept: one that waits longer would hold memory long to save one read.
+const (
+	maxKeptRequestBytes = 32 << 20
+	keptRequestHorizon  = time.Minute
+)
 
 func newDueHeap() *dueHeap { return &dueHeap{byID: make(map[string]*entry)} }
 
@@ -41,12 +62,41 @@ func (h *dueHeap) set(id string, due time.Time) (first bool) {
 	return e.index == 0
 }
 
+// keep has id's entry keep the request of t, if the budget allows.
+func (h *dueHeap) keep(id string, t *store.Task) {
+	e, ok := h.byID[id]
+	if !ok || e.req != nil {
+		return
+	}
+	if n := requestBytes(t); h.kept+n <= maxKeptRequestBytes {
+		e.req = t
+		h.kept += n
+	}
+}
+
+// requestBytes estimates the memory a kept request holds.
+func requestBytes(t *store.Task) int64 {
+	n := len(t.TargetURL) + len(t.Method) + len(t.Body) + 512 // the Task and its other fields
+	for k, v := range t.Headers {
+		n += len(k) + len(v) + 64
+	}
+	return int64(n)
+}
+
 // removeAt drops id if it is still filed at due: an entry moved since (a
 // redrive's Wake after the task finished, say) is newer news and stays.
 func (h *dueHeap) removeAt(id string, due time.Time) {
 	if e, ok := h.byID[id]; ok && e.due.Equal(due) {
 		heap.Remove(&h.items, e.index)
-		delete(h.byID, id)
+		h.drop(e)
+	}
+}
+
+// drop forgets e, which has left the heap.
+func (h *dueHeap) drop(e *entry) {
+	delete(h.byID, e.id)
+	if e.req != nil {
+		h.kept -= requestBytes(e.req)
 	}
 }
 
@@ -59,12 +109,12 @@ func (h *dueHeap) next() (due time.Time, ok bool) {
 }
 
 // popDue removes up to limit entries due at or before now, earliest first,
-// and appends their IDs to out.
-func (h *dueHeap) popDue(now time.Time, limit int, out []string) []string {
+// and appends them to out.
+func (h *dueHeap) popDue(now time.Time, limit int, out []dueTask) []dueTask {
 	for n := 0; n < limit && len(h.items) > 0 && !h.items[0].due.After(now); n++ {
 		e := heap.Pop(&h.items).(*entry)
-		delete(h.byID, e.id)
-		out = append(out, e.id)
+		h.drop(e)
+		out = append(out, dueTask{e.id, e.req})
 	}
 	return out
 }

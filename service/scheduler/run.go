@@ -80,7 +80,7 @@ func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
 		now := time.Now()
 		ahead := s.ahead.get(now)
 		horizon := now.Add(ahead).Truncate(time.Millisecond)
-		var ids []string
+		var ids []dueTask
 		canClaim := free > 0 && s.claiming.Load() < maxClaims
 		s.mu.Lock()
 		if canClaim {
@@ -122,16 +122,27 @@ const maxClaims = 2
 // attempt for each. IDs it does not hand out are dropped from the heap:
 // they were cancelled, finished, taken by another worker, or rescheduled,
 // and whoever changed them files them again (a resync at the latest).
-func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []string) {
+func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, due []dueTask) {
 	defer func() {
 		s.claiming.Add(-1)
 		s.claims.Done()
 		signal(s.freeC)
 	}()
+	ids := make([]string, len(due))
+	// When the heap kept every request, the store need not read them.
+	kept := make(map[string]*store.Task, len(due))
+	for i, d := range due {
+		ids[i] = d.id
+		if d.req != nil {
+			kept[d.id] = d.req
+		}
+	}
+	omit := len(kept) == len(due)
 	var tasks []*store.Task
 	began := time.Now()
 	err := s.storeCall(ctx, "TaskClaim", func(ctx context.Context) (err error) {
-		tasks, err = s.st.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: s.cfg.Lease, Limit: len(ids), IDs: ids})
+		tasks, err = s.st.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: s.cfg.Lease, Limit: len(ids), IDs: ids,
+			OmitRequest: omit})
 		return err
 	})
 	s.ahead.observe(time.Now(), time.Since(began))
@@ -143,6 +154,9 @@ func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []
 		s.mu.Lock()
 		for _, id := range ids {
 			s.heap.set(id, now)
+			if k := kept[id]; k != nil {
+				s.heap.keep(id, k)
+			}
 		}
 		s.mu.Unlock()
 		return
@@ -153,9 +167,18 @@ func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, ids []
 	}
 	s.mu.Unlock()
 	for _, t := range tasks {
+		if omit && t.TargetURL == "" {
+			withRequest(t, kept[t.ID])
+		}
 		s.workers.Add(1)
 		go s.attempt(attemptCtx, t)
 	}
+}
+
+// withRequest gives t the request of k, the same task as an earlier claim
+// returned it.
+func withRequest(t, k *store.Task) {
+	t.TargetURL, t.Method, t.Headers, t.Body, t.BodyBinary = k.TargetURL, k.Method, k.Headers, k.Body, k.BodyBinary
 }
 
 // waitTimeout runs wait up to d and reports whether it returned.

@@ -146,6 +146,12 @@ type ClaimParams struct {
 	Lease time.Duration // a claimed task is IN_FLIGHT until Now+Lease
 	Limit int           // ≤ 0 means len(IDs) when IDs is set, else 1; over MaxClaimLimit is cut to it
 	IDs   []string      // when set, claim only among these tasks (the scheduler's heap knows which are due); IDs that are unknown or not due are skipped
+	// OmitRequest lets the Store leave the request of the claimed tasks
+	// (TargetURL, Method, Headers, Body, BodyBinary) zero instead of
+	// reading it: a caller that kept the requests from earlier claims sets
+	// it, since a task's request never changes. A Store may fill them in
+	// anyway; every other field is as without it.
+	OmitRequest bool
 }
 
 // ClaimLimit returns how many tasks p may claim, applying ClaimParams'

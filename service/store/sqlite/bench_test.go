@@ -79,15 +79,19 @@ func outcome(c *store.Task, now time.Time) store.Finish {
 // BenchmarkClaimFinish claims a batch of due tasks and finishes them with
 // one TaskFinish call, as a scheduler that batches both does: two durable
 // transactions per batch. The "ids" runs name the tasks to claim, as a
-// scheduler that keeps due tasks in memory does.
+// scheduler that keeps due tasks in memory does; "omit" ones also skip
+// reading the requests, as it does when it kept them from the last claim.
 func BenchmarkClaimFinish(b *testing.B) {
 	for _, c := range []struct {
-		batch int
-		ids   bool
-	}{{1, false}, {64, false}, {256, false}, {64, true}, {256, true}} {
+		batch     int
+		ids, omit bool
+	}{{1, false, false}, {64, false, false}, {256, false, false}, {64, true, false}, {256, true, false}, {64, true, true}} {
 		name := fmt.Sprint("batch=", c.batch)
 		if c.ids {
 			name += ",ids"
+		}
+		if c.omit {
+			name += ",omit"
 		}
 		b.Run(name, func(b *testing.B) {
 			s, _ := open(b)
@@ -99,7 +103,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 			m := startMeter(b)
 			for done < b.N {
 				now = now.Add(time.Millisecond)
-				p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(c.batch, b.N-done)}
+				p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(c.batch, b.N-done), OmitRequest: c.omit}
 				if c.ids {
 					p.IDs, queue = queue[:p.Limit], append(queue[p.Limit:], queue[:p.Limit]...)
 				}

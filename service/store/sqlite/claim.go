@@ -35,7 +35,7 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	}
 	var out []*store.Task
 	err := s.write(ctx, &writeOp{run: func(w *wtx) (err error) {
-		out, err = w.claimDue(p.IDs, ms(now), ms(now.Add(p.Lease)), limit)
+		out, err = w.claimDue(p, ms(now), ms(now.Add(p.Lease)), limit)
 		return err
 	}})
 	if err != nil {
@@ -44,9 +44,10 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	return out, nil
 }
 
-// claimDue claims up to limit due tasks (among ids, when there are some),
-// earliest due first.
-func (w *wtx) claimDue(ids []string, now, leaseUntil int64, limit int) ([]*store.Task, error) {
+// claimDue claims up to limit due tasks (among p.IDs, when there are
+// some), earliest due first.
+func (w *wtx) claimDue(p store.ClaimParams, now, leaseUntil int64, limit int) ([]*store.Task, error) {
+	ids := p.IDs
 	var got []claimed
 	if len(ids) > 0 && limit >= len(ids) {
 		// The common case, a scheduler naming the tasks its heap says are
@@ -59,7 +60,7 @@ func (w *wtx) claimDue(ids []string, now, leaseUntil int64, limit int) ([]*store
 			return nil, err
 		}
 		if len(got) == len(ids) {
-			return w.withPayloads(got)
+			return w.withPayloads(got, p.OmitRequest)
 		}
 		taken := make(map[string]bool, len(got))
 		for _, c := range got {
@@ -67,7 +68,7 @@ func (w *wtx) claimDue(ids []string, now, leaseUntil int64, limit int) ([]*store
 		}
 		ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return taken[id] })
 		if len(ids) == 0 { // they were repeats
-			return w.withPayloads(got)
+			return w.withPayloads(got, p.OmitRequest)
 		}
 		limit -= len(got)
 	}
@@ -82,7 +83,7 @@ func (w *wtx) claimDue(ids []string, now, leaseUntil int64, limit int) ([]*store
 		}
 		got = append(got, more...)
 	}
-	return w.withPayloads(got)
+	return w.withPayloads(got, p.OmitRequest)
 }
 
 // claimPendingSQL claims the PENDING tasks of a list of IDs that are due
@@ -202,20 +203,25 @@ func scanClaimed(rows *sql.Rows, got []claimed) ([]claimed, error) {
 	return got, rows.Err()
 }
 
-// withPayloads fills in the request of each claimed task and returns the
-// tasks earliest due first.
-func (w *wtx) withPayloads(got []claimed) ([]*store.Task, error) {
+// withPayloads returns the claimed tasks earliest due first, with their
+// requests unless omit.
+func (w *wtx) withPayloads(got []claimed, omit bool) ([]*store.Task, error) {
 	if len(got) == 0 {
 		return nil, nil
 	}
 	slices.SortFunc(got, func(a, b claimed) int { return a.compare(b.candidate) })
+	out := make([]*store.Task, len(got))
+	for i, c := range got {
+		out[i] = c.t
+	}
+	if omit {
+		return out, nil
+	}
 	bySeq := make(map[int64]*store.Task, len(got))
 	seqs := make([]any, len(got))
-	out := make([]*store.Task, len(got))
 	for i, c := range got {
 		bySeq[c.seq] = c.t
 		seqs[i] = c.seq
-		out[i] = c.t
 	}
 	err := w.inList(`SELECT task_seq, `+payloadCols+` FROM task_payloads WHERE task_seq IN (%s)`, nil, seqs,
 		func(rows *sql.Rows) error {

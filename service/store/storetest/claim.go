@@ -56,6 +56,32 @@ func testClaim(t *testing.T, newStore NewStore) {
 				stored.Version, stored.LeaseUntil)
 		}
 	})
+	t.Run("omit request", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newStore)
+		byID, all := dueAt(t, s, "named", 0), dueAt(t, s, "any", 0)
+		for _, tc := range []struct {
+			name string
+			want *store.Task
+			ids  []string
+		}{{"among IDs", byID, []string{byID.ID}}, {"any due", all, nil}} {
+			got, err := s.TaskClaim(context.Background(), store.ClaimParams{Now: t0, Lease: time.Minute, Limit: 1,
+				IDs: tc.ids, OmitRequest: true})
+			if err != nil || len(got) != 1 || got[0].ID != tc.want.ID {
+				t.Fatalf("%s: TaskClaim(OmitRequest) = %v, %v; want %s", tc.name, ids(got), err, tc.want.ID)
+			}
+			c := got[0]
+			if c.Status != store.InFlight || c.AttemptNumber != 1 || c.Version <= tc.want.Version ||
+				c.IdempotencyKey != tc.want.IdempotencyKey || c.PolicyID != tc.want.PolicyID || c.Tenant != tenant ||
+				!sameTime(c.LeaseUntil, t0.Add(time.Minute)) || !sameTime(c.CreatedAt, tc.want.CreatedAt) {
+				t.Errorf("%s: claimed = %s attempt %d version %d key %q policy %q lease %v; want as without OmitRequest",
+					tc.name, c.Status, c.AttemptNumber, c.Version, c.IdempotencyKey, c.PolicyID, c.LeaseUntil)
+			}
+			if c.TargetURL != "" { // a Store may fill the request in anyway
+				checkRequest(t, c, tc.want)
+			}
+		}
+	})
 	t.Run("limit", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newStore)
