@@ -92,14 +92,19 @@ func post(c *http.Client, url, body string, want int, out any) error {
 }
 
 // waitSucceeded polls st until want tasks are SUCCEEDED, failing the test
-// if any ends otherwise or time runs out.
+// if any ends otherwise or time runs out. A failed poll is tried again
+// (the store may be coming back from a restart).
 func waitSucceeded(t *testing.T, st store.Store, want int64, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		counts, err := st.TaskCounts(context.Background())
 		if err != nil {
-			t.Fatalf("TaskCounts: %v", err)
+			if time.Now().After(deadline) {
+				t.Fatalf("TaskCounts: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
 		if counts[store.Exhausted]+counts[store.Failed]+counts[store.Cancelled] > 0 {
 			t.Fatalf("tasks ended otherwise than SUCCEEDED: %v", counts)
