@@ -45,6 +45,13 @@ func TestCluster(t *testing.T) {
 	t.Run("conformance", func(t *testing.T) {
 		conformance(t, url, "retrykit-test:")
 	})
+	t.Run("listen", func(t *testing.T) {
+		s := closeAtEnd(t, open(t, url, "retrykit-test:listen:"))
+		wakes, _, _ := listen(t, s)
+		waitSubscribed(t, srv.url(), redis.WakeChannel(s, s.Partition("acme", "p")), 1)
+		tk := createIn(t, s, "acme", "p", 1, 0)[0]
+		expectWake(t, wakes, tk.ID, t0)
+	})
 	t.Run("key slots", func(t *testing.T) {
 		s := closeAtEnd(t, open(t, url, "retrykit-test:slots:"))
 		c := srv.client()

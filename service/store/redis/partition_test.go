@@ -129,15 +129,12 @@ func TestClaimPartitions(t *testing.T) {
 
 func sameSet(t *testing.T, what string, got, want []*store.Task) {
 	t.Helper()
-	ids := func(ts []*store.Task) []string {
-		out := make([]string, len(ts))
-		for i, tk := range ts {
-			out[i] = tk.ID
-		}
+	sorted := func(ts []*store.Task) []string {
+		out := ids(ts)
 		slices.Sort(out)
 		return out
 	}
-	if g, w := ids(got), ids(want); !slices.Equal(g, w) {
+	if g, w := sorted(got), sorted(want); !slices.Equal(g, w) {
 		t.Errorf("%s = %v, want %v", what, g, w)
 	}
 }
@@ -186,6 +183,78 @@ func pick(ts []*store.Task, tenant string) []*store.Task {
 		if tk.Tenant == tenant {
 			out = append(out, tk)
 		}
+	}
+	return out
+}
+
+// Lists merge the partitions: newest first across them, pages of any size,
+// with and without filters.
+func TestListAcrossPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := sharedURL(t)
+	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(4)))
+	var created []*store.Task
+	for i := range 12 {
+		tenant := []string{"acme", "globex"}[i%2]
+		created = append(created, createIn(t, s, tenant, policyIn(s, tenant, i%4), 1, time.Duration(i)*time.Hour)...)
+	}
+	// Finished tasks move to other indexes, and stay in creation order.
+	for _, i := range []int{1, 4, 6} {
+		finishAs(t, s, claimOne(t, s, created[i].ID, now.Add(12*time.Hour)), store.Succeeded, time.Time{})
+	}
+	newestFirst := func(keep func(i int) bool) []*store.Task {
+		var out []*store.Task
+		for i := len(created) - 1; i >= 0; i-- {
+			if keep(i) {
+				out = append(out, created[i])
+			}
+		}
+		return out
+	}
+	done := func(i int) bool { return i == 1 || i == 4 || i == 6 }
+	tests := []struct {
+		name string
+		f    store.TaskFilter
+		want []*store.Task
+	}{
+		{name: "every task", want: newestFirst(func(int) bool { return true })},
+		{name: "a tenant", f: store.TaskFilter{Tenant: "acme"}, want: newestFirst(func(i int) bool { return i%2 == 0 })},
+		{name: "succeeded", f: store.TaskFilter{Statuses: []store.Status{store.Succeeded}}, want: newestFirst(done)},
+		{name: "a tenant's pending", f: store.TaskFilter{Tenant: "globex", Statuses: []store.Status{store.Pending}},
+			want: newestFirst(func(i int) bool { return i%2 == 1 && !done(i) })},
+		{name: "a policy of every tenant", f: store.TaskFilter{PolicyID: created[2].PolicyID},
+			want: newestFirst(func(i int) bool { return created[i].PolicyID == created[2].PolicyID })},
+	}
+	for _, tt := range tests {
+		for _, size := range []int{1, 3, 100} {
+			t.Run(fmt.Sprintf("%s, pages of %d", tt.name, size), func(t *testing.T) {
+				t.Parallel()
+				var got []*store.Task
+				token := ""
+				for {
+					items, next, err := s.TaskList(ctx, tt.f, store.Page{Token: token, Limit: size})
+					if err != nil || len(items) > size {
+						t.Fatalf("TaskList = %d items, %v", len(items), err)
+					}
+					got = append(got, items...)
+					if next == "" {
+						break
+					}
+					token = next
+				}
+				if g, w := ids(got), ids(tt.want); !slices.Equal(g, w) {
+					t.Errorf("listed %v, want %v", g, w)
+				}
+			})
+		}
+	}
+}
+
+func ids(ts []*store.Task) []string {
+	out := make([]string, len(ts))
+	for i, tk := range ts {
+		out[i] = tk.ID
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,7 +120,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redis: open %s: %w: %w", where, store.ErrInvalid, err)
 	}
 	s := &Store{rdb: rdb, sc: newScripts(), logCap: cfg.logCap, log: cfg.logger, listen: cfg.listenBackoff}
-	if err := s.setup(ctx, cfg); err != nil {
+	err = s.checkVersion(ctx)
+	if err == nil {
+		err = s.setup(ctx, cfg)
+	}
+	if err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("redis: open %s: %w", where, err)
 	}
@@ -150,6 +155,22 @@ func newClient(rawURL string) (goredis.UniversalClient, error) {
 	}
 	o.MaxRetries, o.ContextTimeoutEnabled = -1, true
 	return goredis.NewClient(o), nil
+}
+
+// checkVersion refuses a server older than 7.0, whose Lua has no #!lua
+// flags and whose SET has no NX GET. A server that hides its version
+// (some managed ones) is given the benefit of the doubt.
+func (s *Store) checkVersion(ctx context.Context) error {
+	info, err := s.rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return s.rdb.Ping(ctx).Err()
+	}
+	v := infoField(info, "redis_version")
+	major, _, _ := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(major); err == nil && n < 7 {
+		return fmt.Errorf("server version %s, the store needs 7.0 or later: %w", v, store.ErrInvalid)
+	}
+	return nil
 }
 
 // setup settles the number of partitions with the server and checks the

@@ -37,25 +37,41 @@ table.sort(due, function(a, b)
   return a.n < b.n
 end)
 
-local out = {}
+-- Each task is read once (HGETALL), written once (HSET), and returned as
+-- read with the written fields patched in: fewer calls per task is what
+-- bounds a Redis shard's claims per second.
+local out, moved = {}, 0
 for j = 1, math.min(#due, limit) do
   local c = due[j]
   local id, task, log = ARGV[5 + c.n], KEYS[2 + 2 * c.n], KEYS[3 + 2 * c.n]
+  local h = redis.call('HGETALL', task)
+  local at = {}
+  for k = 1, #h, 2 do
+    at[h[k]] = k + 1
+  end
+  local set = {'an', string.format('%d', h[at.an] + 1), 'v', string.format('%d', h[at.v] + 1),
+    'st', 'IN_FLIGHT', 'lu', ARGV[2], 'ca', ARGV[1], 'u', ARGV[1]}
   if c.expired then
-    local t = redis.call('HMGET', task, 'an', 'ca', 'lu')
-    redis.call('RPUSH', log, pack(t[1], t[2], string.format('%d', (t[3] - t[2]) * 1000000), '0', lost, ''))
-    redis.call('LTRIM', log, -cap, -1)
-    redis.call('HINCRBY', task, 'ln', 1)
-    redis.call('HSET', task, 'le', lost)
+    local entry = pack(h[at.an], h[at.ca], string.format('%d', (h[at.lu] - h[at.ca]) * 1000000), '0', lost, '')
+    if redis.call('RPUSH', log, entry) > cap then
+      redis.call('LTRIM', log, -cap, -1)
+    end
+    for _, f in ipairs({'le', lost, 'ln', string.format('%d', h[at.ln] + 1)}) do
+      set[#set + 1] = f
+    end
   else
     redis.call('ZREM', KEYS[1], id)
-    redis.call('HINCRBY', KEYS[3], 'PENDING', -1)
-    redis.call('HINCRBY', KEYS[3], 'IN_FLIGHT', 1)
+    moved = moved + 1
   end
   redis.call('ZADD', KEYS[2], ARGV[2], id)
-  redis.call('HINCRBY', task, 'an', 1)
-  redis.call('HINCRBY', task, 'v', 1)
-  redis.call('HSET', task, 'st', 'IN_FLIGHT', 'lu', ARGV[2], 'ca', ARGV[1], 'u', ARGV[1])
-  out[j] = {c.score, redis.call('HGETALL', task)}
+  redis.call('HSET', task, unpack(set))
+  for k = 1, #set, 2 do
+    h[at[set[k]]] = set[k + 1]
+  end
+  out[j] = {c.score, h}
+end
+if moved > 0 then
+  redis.call('HINCRBY', KEYS[3], 'PENDING', -moved)
+  redis.call('HINCRBY', KEYS[3], 'IN_FLIGHT', moved)
 end
 return out
