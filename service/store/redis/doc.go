@@ -15,8 +15,9 @@
 //   - appendonly yes with appendfsync everysec (Redis's default once the
 //     AOF is on, and the usual choice): Redis writes every change to the
 //     file before acknowledging it, so a crash or kill -9 of Redis loses
-//     nothing; a crash of the machine or OS loses the last second or so of
-//     acknowledged changes.
+//     nothing (unless a slow disk made it postpone writes, for up to 2 s,
+//     which it logs); a crash of the machine or OS loses the last second or
+//     two of acknowledged changes.
 //   - no AOF (RDB snapshots only, or no persistence, as on the test server
 //     of this repository): a restart of Redis loses every change since the
 //     last snapshot (everything, without snapshots). Then created tasks
@@ -72,4 +73,19 @@
 //
 // go-redis's own retries are off: a script must not run twice because its
 // reply was lost. Callers retry failed calls with their policy.
+//
+// # Throughput
+//
+// A TaskClaim costs one script run per partition it takes tasks from, sent
+// in one pipeline (a claim without IDs first reads the due sets, another
+// round trip), and a TaskFinish one per partition of its items; a
+// TaskCreate costs two round trips. Redis runs a shard's scripts one at a
+// time, so its CPU is the ceiling: on a loaded 2-core VM, with the client
+// on the same machine, claim+finish took some 32 µs of Redis CPU per task
+// and a create some 30 µs. BenchmarkClaimFinish measured 2,100–2,600
+// tasks/s claimed and finished one at a time, 12,000–16,000 in batches of
+// 64 and 16,000–21,000 in batches of 256; BenchmarkCreate 5,300–7,000
+// creates/s from one caller and 5,300–14,000 from 64 (go test -run XXX
+// -bench . -benchtime 1s ./service/store/redis/, several runs). Past one
+// shard's ceiling, a Redis Cluster spreads the partitions over shards.
 package redis
