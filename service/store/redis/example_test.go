@@ -51,8 +51,9 @@ func ExampleStore_Listen() {
 	}
 	defer b.Close()
 	wake := func(taskID string, due time.Time) { fmt.Println("due:", taskID, due) } // scheduler.Wake
+	resync := func() { fmt.Println("subscribed: look for what was missed") }        // scheduler's resync
 	go func() {
-		if err := b.Listen(ctx, wake); err != nil {
+		if err := b.Listen(ctx, wake, redis.OnListening(resync)); err != nil && ctx.Err() == nil {
 			log.Print(err)
 		}
 	}()

@@ -19,6 +19,20 @@ import (
 // server that vanished without closing the connection is noticed.
 const listenPing = 15 * time.Second
 
+// ListenOption changes what Listen does.
+type ListenOption func(*listenConfig)
+
+type listenConfig struct {
+	onListening func()
+}
+
+// OnListening has Listen call f each time its subscription is in place:
+// once subscribed, and again after each resubscription. Wake-ups sent
+// while no subscription was in place are lost, so a caller that must not
+// miss one rescans the store when f is called again (the scheduler's
+// resync does). f runs on Listen's goroutine; it should return quickly.
+func OnListening(f func()) ListenOption { return func(c *listenConfig) { c.onListening = f } }
+
 // Listen calls fn(taskID, due) for every task that becomes PENDING in the
 // partitions this Store claims from, whichever instance made the change:
 // a create, a redrive, or a retry (a TaskFinish to PENDING). due is when
@@ -26,17 +40,24 @@ const listenPing = 15 * time.Second
 //
 //	go func() { _ = s.Listen(ctx, scheduler.Wake) }()
 //
-// fn is called from Listen's goroutine, one call at a time, in the order
-// Redis delivered the changes; it should not block. Pub/Sub delivers
-// messages only while subscribed: wake-ups sent while the subscription is
-// down (the server restarting, say) are lost, so the caller still has to
-// look for due tasks by other means now and then (the scheduler's resync).
+// Wake-ups are hints, at most once each: a claim may still find the task
+// taken or not due. fn is called from Listen's goroutine, one call at a
+// time, in the order Redis delivered the changes; it should not block.
+// Pub/Sub delivers messages only while subscribed: wake-ups sent while the
+// subscription is down (the server restarting, say) are lost (see
+// OnListening), so polling the store remains the fallback.
 //
 // Listen subscribes, then keeps the subscription: when it is lost, Listen
 // logs it and subscribes again, waiting between attempts as
-// WithListenBackoff says, for as long as it takes. It returns nil once ctx
-// is done, and an error wrapping store.ErrClosed once the Store is closed.
-func (s *Store) Listen(ctx context.Context, fn func(taskID string, due time.Time)) error {
+// WithListenBackoff says (through retry.Do), for as long as it takes. It
+// returns ctx's error once ctx is done, and an error wrapping
+// store.ErrClosed once the Store is closed. Any number of Listens may run
+// at once, each with a connection of its own.
+func (s *Store) Listen(ctx context.Context, fn func(taskID string, due time.Time), opts ...ListenOption) error {
+	var cfg listenConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if err := s.open("listen"); err != nil {
 		return err
 	}
@@ -61,16 +82,19 @@ func (s *Store) Listen(ctx context.Context, fn func(taskID string, due time.Time
 			if ps != nil {
 				ps.Close()
 			}
-			return nil
+			return ctx.Err()
 		}
 		if err != nil {
 			return fmt.Errorf("redis: listen: %w", err)
+		}
+		if cfg.onListening != nil {
+			cfg.onListening()
 		}
 		err = receive(ctx, ps, fn)
 		ps.Close()
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return ctx.Err()
 		case s.closed.Load():
 			return fmt.Errorf("redis: listen: %w", store.ErrClosed)
 		}

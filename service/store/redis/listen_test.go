@@ -23,14 +23,14 @@ type wakeUp struct {
 
 // listen runs s.Listen until t ends, and returns the wake-ups it hears and
 // what Listen returned.
-func listen(t *testing.T, s *redis.Store) (<-chan wakeUp, <-chan error, context.CancelFunc) {
+func listen(t *testing.T, s *redis.Store, opts ...redis.ListenOption) (<-chan wakeUp, <-chan error, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	wakes := make(chan wakeUp, 64)
 	done, stopped := make(chan error, 1), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		done <- s.Listen(ctx, func(id string, due time.Time) { wakes <- wakeUp{id, due} })
+		done <- s.Listen(ctx, func(id string, due time.Time) { wakes <- wakeUp{id, due} }, opts...)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -101,8 +101,8 @@ func TestListen(t *testing.T) {
 	expectWake(t, wakes, tk.ID, t0.Add(20*time.Second))
 
 	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Listen after its context ended = %v, want nil", err)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Listen after its context ended = %v, want context.Canceled", err)
 	}
 }
 
@@ -140,7 +140,7 @@ func TestListenToClaimPartitions(t *testing.T) {
 	expectWake(t, wakes, mine.ID, t0)
 }
 
-// A lost subscription is logged and made again.
+// A lost subscription is logged and made again, and OnListening says so.
 func TestListenSubscribesAgain(t *testing.T) {
 	t.Parallel()
 	url := sharedURL(t)
@@ -150,7 +150,9 @@ func TestListenSubscribesAgain(t *testing.T) {
 	listener := closeAtEnd(t, open(t, withQuery(url, "client_name="+name), prefix,
 		redis.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))))
 	writer := closeAtEnd(t, open(t, url, prefix))
-	wakes, _, _ := listen(t, listener)
+	subscribed := make(chan struct{}, 2)
+	wakes, _, _ := listen(t, listener, redis.OnListening(func() { subscribed <- struct{}{} }))
+	waitFor(t, subscribed, "the first subscription")
 	channel := redis.WakeChannel(listener, listener.Partition("acme", "p"))
 	waitSubscribed(t, url, channel, 1)
 
@@ -176,6 +178,7 @@ func TestListenSubscribesAgain(t *testing.T) {
 	if killed != 1 {
 		t.Fatalf("found %d subscribed connections named %s, want 1", killed, name)
 	}
+	waitFor(t, subscribed, "the second subscription")
 	waitSubscribed(t, url, channel, 1)
 	tk := createIn(t, writer, "acme", "p", 1, 0)[0]
 	expectWake(t, wakes, tk.ID, t0)
@@ -201,6 +204,15 @@ func TestListenEndsWhenClosed(t *testing.T) {
 	}
 	if err := s.Listen(context.Background(), func(string, time.Time) {}); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Listen on a closed store = %v, want ErrClosed", err)
+	}
+}
+
+func waitFor(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no sign of %s", what)
 	}
 }
 
