@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/retrykit/retry/service/store"
@@ -35,10 +36,22 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.commitLoop(commitCtx)
 	}()
 	go s.resyncLoop(ctx)
+	// Attempts run on a pool of long-lived goroutines: a goroutine per
+	// attempt would grow a new stack through net/http every time.
+	var pool sync.WaitGroup
+	for range s.cfg.Workers {
+		pool.Go(func() {
+			for t := range s.work {
+				s.attempt(attemptCtx, t)
+			}
+		})
+	}
+	defer pool.Wait()
 
-	s.claimLoop(ctx, attemptCtx)
+	s.claimLoop(ctx)
 
 	s.claims.Wait() // the last claims may still start attempts
+	close(s.work)
 	s.log.Info("scheduler stopping", "in_flight", s.busy.Load(), "grace", s.cfg.ShutdownGrace.String())
 	if !waitTimeout(s.workers.Wait, s.cfg.ShutdownGrace) {
 		s.log.Warn("scheduler: grace period over; releasing the attempts still in flight", "in_flight", s.busy.Load())
@@ -70,7 +83,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // (see lookahead), so that the durable claim is done by the time the task
 // is due, and keeps up to maxClaims claims in flight, so that the store can
 // commit one while the next gathers.
-func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
+func (s *Scheduler) claimLoop(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for ctx.Err() == nil {
@@ -94,7 +107,7 @@ func (s *Scheduler) claimLoop(ctx, attemptCtx context.Context) {
 			s.busy.Add(int64(len(ids)))
 			s.claiming.Add(1)
 			s.claims.Add(1)
-			go s.claim(ctx, attemptCtx, horizon, ids)
+			go s.claim(ctx, horizon, ids)
 			continue
 		}
 		// Without a free worker or claim slot, only their release (freeC)
@@ -122,7 +135,7 @@ const maxClaims = 2
 // attempt for each. IDs it does not hand out are dropped from the heap:
 // they were cancelled, finished, taken by another worker, or rescheduled,
 // and whoever changed them files them again (a resync at the latest).
-func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, due []dueTask) {
+func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 	defer func() {
 		s.claiming.Add(-1)
 		s.claims.Done()
@@ -171,7 +184,7 @@ func (s *Scheduler) claim(ctx, attemptCtx context.Context, now time.Time, due []
 			withRequest(t, kept[t.ID])
 		}
 		s.workers.Add(1)
-		go s.attempt(attemptCtx, t)
+		s.work <- t // never waits: it holds as many tasks as there are workers
 	}
 }
 

@@ -112,7 +112,8 @@ type Scheduler struct {
 	busy     atomic.Int64  // workers taken: attempts in flight and claims reserving them
 	claiming atomic.Int32  // claims in flight
 	claims   sync.WaitGroup
-	workers  sync.WaitGroup
+	workers  sync.WaitGroup   // attempts in flight
+	work     chan *store.Task // claimed tasks for the workers; as many slots as workers
 	commits  chan finished
 	running  atomic.Bool
 }
@@ -149,6 +150,7 @@ func New(cfg Config) (*Scheduler, error) {
 		wakeC:   make(chan struct{}, 1),
 		freeC:   make(chan struct{}, 1),
 		commits: make(chan finished, cfg.CommitBatch),
+		work:    make(chan *store.Task, cfg.Workers),
 	}
 	if s.rec == nil {
 		s.rec = nopRecorder{}
