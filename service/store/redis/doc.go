@@ -86,6 +86,7 @@
 // tasks/s claimed and finished one at a time, 12,000–16,000 in batches of
 // 64 and 16,000–21,000 in batches of 256; BenchmarkCreate 5,300–7,000
 // creates/s from one caller and 5,300–14,000 from 64 (go test -run XXX
-// -bench . -benchtime 1s ./service/store/redis/, several runs). Past one
-// shard's ceiling, a Redis Cluster spreads the partitions over shards.
+// -bench . -benchtime 1s ./service/store/redis/, several runs; about half
+// that while other processes kept both cores busy). Past one shard's
+// ceiling, a Redis Cluster spreads the partitions over shards.
 package redis
