@@ -84,6 +84,10 @@ func New(cfg Config) *Dispatcher {
 		MaxIdleConnsPerHost: cfg.MaxIdlePerHost,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
+		// An attempt keeps only the first bytes of a response, as they
+		// came, and discards the rest: asking for gzip would only add a
+		// header to every request and decompression to every response.
+		DisableCompression: true,
 	}
 	d := &Dispatcher{cfg: cfg, tr: tr}
 	d.bufs.New = func() any {
@@ -145,6 +149,9 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	if req.URL.Host == "" {
 		return fmt.Errorf("%w: no host", ErrBadTarget)
 	}
+	// Sized once: growing the map as headers are set costs an allocation
+	// per attempt.
+	req.Header = make(http.Header, len(r.Headers)+1)
 	for k, v := range r.Headers {
 		if strings.EqualFold(k, "Host") {
 			req.Host = v

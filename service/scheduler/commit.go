@@ -18,6 +18,7 @@ import (
 // once s.commits is closed and drained.
 func (s *Scheduler) commitLoop(ctx context.Context) {
 	batch := make([]finished, 0, s.cfg.CommitBatch)
+	fs := make([]store.Finish, 0, s.cfg.CommitBatch) // reused: the store keeps none of it once TaskFinish returns
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -27,7 +28,7 @@ func (s *Scheduler) commitLoop(ctx context.Context) {
 		}
 		batch = append(batch[:0], first)
 		open := s.gather(&batch, timer)
-		s.record(ctx, batch)
+		s.record(ctx, batch, fs)
 		if !open {
 			return
 		}
@@ -53,12 +54,12 @@ func (s *Scheduler) gather(batch *[]finished, timer *time.Timer) (open bool) {
 	return true
 }
 
-// record writes one group and brings the heap and the metrics in step with
-// what the store accepted.
-func (s *Scheduler) record(ctx context.Context, batch []finished) {
-	fs := make([]store.Finish, len(batch))
+// record writes one group, using fs's room for the store's items, and
+// brings the heap and the metrics in step with what the store accepted.
+func (s *Scheduler) record(ctx context.Context, batch []finished, fs []store.Finish) {
+	fs = fs[:0]
 	for i := range batch {
-		fs[i] = batch[i].f
+		fs = append(fs, batch[i].f)
 	}
 	var errs []error
 	err := s.storeCall(ctx, "TaskFinish", func(ctx context.Context) (err error) {
