@@ -3,6 +3,7 @@
 // they succeed or their policy gives up.
 //
 //	retryd [serve] [flags]   serve the API, /metrics, /healthz and /readyz
+//	retryd migrate [flags]   apply the store's schema migrations and exit
 //	retryd bench [flags]     measure attempts/s and dispatch lag in process
 //
 // With no flags it keeps its store in ./retryd.db and listens on
@@ -10,7 +11,11 @@
 // the command line wins):
 //
 //	--listen                RETRYD_LISTEN                 host:port (127.0.0.1:8080)
-//	--store                 RETRYD_STORE                  path or sqlite://path (./retryd.db)
+//	--store                 RETRYD_STORE                  path or sqlite://path (./retryd.db), postgres://…, redis://…
+//	--schema                RETRYD_SCHEMA                 postgres: existing schema for the tables
+//	--prefix                RETRYD_PREFIX                 redis: key prefix (retryd:)
+//	--partitions            RETRYD_PARTITIONS             redis: partitions, fixed by the first instance (16)
+//	--claim-partitions      RETRYD_CLAIM_PARTITIONS       redis: partitions this instance claims from, like 0-7,12 (all)
 //	--workers               RETRYD_WORKERS                attempts in flight at once (256)
 //	--lease                 RETRYD_LEASE                  claim lease (1m); must exceed --attempt-timeout by 1s
 //	--tokens-file           RETRYD_TOKENS_FILE            "TOKEN TENANT" lines; none means auth off
@@ -26,6 +31,9 @@
 // Targets on loopback or private addresses are refused unless allowed: to
 // try retryd against a server on this machine, start it with
 // --allow-target 127.0.0.1/32.
+//
+// Several instances may share a PostgreSQL or Redis store; docs/SCALING.md
+// says how, and what the store must guarantee.
 package main
 
 import (
