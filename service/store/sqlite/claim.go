@@ -191,13 +191,14 @@ func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]claimed, error)
 // scanClaimed appends the tasks of rows of hotCols to got and closes rows.
 func scanClaimed(rows *sql.Rows, got []claimed) ([]claimed, error) {
 	defer rows.Close()
+	r := make(row, hotLen)
+	dest := r.dest()
 	for rows.Next() {
-		c := claimed{t: &store.Task{}}
-		var r rawTimes
-		if err := rows.Scan(hotFields(c.t, &c.seq, &r)...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return got, err
 		}
-		r.apply(c.t)
+		var c claimed
+		c.t, c.seq = r.hot(0)
 		got = append(got, c)
 	}
 	return got, rows.Err()
@@ -226,13 +227,14 @@ func (w *wtx) withPayloads(got []claimed, omit bool) ([]*store.Task, error) {
 	err := w.inList(`SELECT task_seq, `+payloadCols+` FROM task_payloads WHERE task_seq IN (%s)`, nil, seqs,
 		func(rows *sql.Rows) error {
 			defer rows.Close()
+			r := make(row, 1+payloadLen)
+			dest := r.dest()
 			for rows.Next() {
-				var seq int64
-				var p payload
-				if err := rows.Scan(append([]any{&seq}, p.fields()...)...); err != nil {
+				if err := rows.Scan(dest...); err != nil {
 					return err
 				}
-				if t, ok := bySeq[seq]; ok {
+				if t, ok := bySeq[r.int(0)]; ok {
+					p := r.payload(1)
 					if err := p.apply(t); err != nil {
 						return err
 					}

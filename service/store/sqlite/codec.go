@@ -40,25 +40,64 @@ const taskSelect = `SELECT t.seq, t.id, t.tenant, t.idempotency_key, t.request_h
 
 type scanner interface{ Scan(dest ...any) error }
 
-// hotFields are the scan targets of hotCols for t.
-func hotFields(t *store.Task, seq *int64, r *rawTimes) []any {
-	return []any{seq, &t.ID, &t.Tenant, &t.IdempotencyKey, &t.RequestHash, &t.PolicyID, &t.Status,
-		&t.AttemptNumber, &r.next, &r.prevDelay, &r.budget, &t.LastError, &t.LastStatus, &r.lease,
-		&t.Version, &r.created, &r.updated, &r.finished}
+// row receives n columns as the driver hands them over: database/sql
+// stores into an *any as is, where an *int, a named string type or a
+// *[]byte destination costs a conversion through reflection or strconv,
+// or a copy, per column.
+type row []any
+
+// dest returns scan destinations for r.
+func (r row) dest() []any {
+	d := make([]any, len(r))
+	for i := range r {
+		d[i] = &r[i]
+	}
+	return d
 }
 
-type rawTimes struct {
-	next, prevDelay, budget, lease, created, updated, finished int64
+func (r row) str(i int) string {
+	switch v := r[i].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
 }
 
-func (r *rawTimes) apply(t *store.Task) {
-	t.NextAttemptAt = fromMs(r.next)
-	t.PrevDelay = time.Duration(r.prevDelay)
-	t.BudgetStart = fromMs(r.budget)
-	t.LeaseUntil = fromMs(r.lease)
-	t.CreatedAt = fromMs(r.created)
-	t.UpdatedAt = fromMs(r.updated)
-	t.FinishedAt = fromMs(r.finished)
+func (r row) int(i int) int64 {
+	switch v := r[i].(type) {
+	case int64:
+		return v
+	case float64:
+		return int64(v)
+	}
+	return 0
+}
+
+func (r row) bytes(i int) []byte {
+	switch v := r[i].(type) {
+	case []byte:
+		return v
+	case string:
+		return []byte(v)
+	}
+	return []byte{}
+}
+
+// hotLen is the number of hotCols.
+const hotLen = 18
+
+// hot decodes r[off:off+hotLen], a row of hotCols, into a task and its seq.
+func (r row) hot(off int) (*store.Task, int64) {
+	h := r[off : off+hotLen]
+	return &store.Task{
+		ID: h.str(1), Tenant: h.str(2), IdempotencyKey: h.str(3), RequestHash: h.str(4), PolicyID: h.str(5),
+		Status: store.Status(h.str(6)), AttemptNumber: int(h.int(7)), NextAttemptAt: fromMs(h.int(8)),
+		PrevDelay: time.Duration(h.int(9)), BudgetStart: fromMs(h.int(10)), LastError: h.str(11),
+		LastStatus: int(h.int(12)), LeaseUntil: fromMs(h.int(13)), Version: h.int(14),
+		CreatedAt: fromMs(h.int(15)), UpdatedAt: fromMs(h.int(16)), FinishedAt: fromMs(h.int(17)),
+	}, h.int(0)
 }
 
 // payload is a task's request as task_payloads keeps it.
@@ -68,8 +107,13 @@ type payload struct {
 	binary               bool
 }
 
-func (p *payload) fields() []any {
-	return []any{&p.url, &p.method, &p.headers, &p.body, &p.binary}
+// payloadLen is the number of payloadCols.
+const payloadLen = 5
+
+// payload decodes r[off:off+payloadLen], a row of payloadCols.
+func (r row) payload(off int) payload {
+	p := r[off : off+payloadLen]
+	return payload{url: p.str(0), method: p.str(1), headers: p.str(2), body: p.bytes(3), binary: p.int(4) != 0}
 }
 
 func (p *payload) apply(t *store.Task) error {
@@ -85,14 +129,12 @@ func (p *payload) apply(t *store.Task) error {
 
 // scanTask reads one row of taskSelect.
 func scanTask(sc scanner) (*store.Task, int64, error) {
-	t := &store.Task{}
-	var seq int64
-	var r rawTimes
-	var p payload
-	if err := sc.Scan(append(hotFields(t, &seq, &r), p.fields()...)...); err != nil {
+	r := make(row, hotLen+payloadLen)
+	if err := sc.Scan(r.dest()...); err != nil {
 		return nil, 0, err
 	}
-	r.apply(t)
+	t, seq := r.hot(0)
+	p := r.payload(hotLen)
 	if err := p.apply(t); err != nil {
 		return nil, 0, err
 	}
