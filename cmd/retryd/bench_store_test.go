@@ -112,14 +112,26 @@ func benchLag(b *testing.B, be backend, tg *benchTarget, n int) {
 	total := int(benchRate * benchFor.Seconds())
 	interval := time.Second / benchRate
 	begin := time.Now().Add(50 * time.Millisecond)
-	tg.resetLags()
-	createPaced(b, st, total, "lag", func(i int) (string, time.Time) {
-		at := begin.Add(time.Duration(i) * interval)
-		time.Sleep(time.Until(at))
-		due := at.Add(benchAhead).Truncate(time.Millisecond)
-		return tg.URL + "/lag/" + strconv.FormatInt(due.UnixMilli(), 10), due
+	tg.resetArrivals(total)
+	due := func(i int) time.Time { return begin.Add(time.Duration(i)*interval + benchAhead).Truncate(time.Millisecond) }
+	created := createPaced(b, st, total, "lag", func(i int) (string, time.Time) {
+		time.Sleep(time.Until(begin.Add(time.Duration(i) * interval)))
+		return tg.URL + "/lag/" + strconv.Itoa(i), due(i)
 	})
-	lags := tg.waitLags(b, total)
+	arrived := tg.waitArrivals(b, total)
+	// A task the creating process stored only after it was due measures
+	// the creation's backlog, not dispatch: it is counted apart.
+	var lags []time.Duration
+	for i, at := range arrived {
+		if created[i].Before(due(i)) {
+			lags = append(lags, at.Sub(due(i)))
+		}
+	}
+	b.ReportMetric(float64(total-len(lags)), "created-late")
+	if len(lags) == 0 {
+		b.Fatal("every task was created after its due time")
+	}
+	slices.Sort(lags)
 	q := func(p float64) float64 {
 		return float64(lags[min(len(lags)-1, int(p*float64(len(lags))))]) / float64(time.Millisecond)
 	}
@@ -140,8 +152,10 @@ func putBenchPolicy(b *testing.B, st store.Store, id string, attempts int) {
 }
 
 // createPaced creates n tasks with the policy, 64 at a time; task(i) says
-// the URL and due time of the i-th and may wait first to pace creation.
-func createPaced(b *testing.B, st store.Store, n int, policy string, task func(i int) (string, time.Time)) {
+// the URL and due time of the i-th and may wait first to pace creation. It
+// returns when each TaskCreate returned.
+func createPaced(b *testing.B, st store.Store, n int, policy string, task func(i int) (string, time.Time)) []time.Time {
+	done := make([]time.Time, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -157,6 +171,7 @@ func createPaced(b *testing.B, st store.Store, n int, policy string, task func(i
 					errs <- err
 					return
 				}
+				done[i] = time.Now()
 			}
 		}()
 	}
@@ -165,6 +180,7 @@ func createPaced(b *testing.B, st store.Store, n int, policy string, task func(i
 	for err := range errs {
 		b.Fatalf("create task: %v", err)
 	}
+	return done
 }
 
 // startInstances runs n retryd instances (run.Serve) on be's store and
@@ -199,7 +215,7 @@ func startInstances(b *testing.B, be backend, n int) (stop func()) {
 }
 
 // benchTarget answers /fail/N with 503 until a key's N-th request, then
-// 200, and /lag/DUE (epoch ms) with 200, noting arrival minus DUE.
+// 200, and /lag/I with 200, noting when task I's first request came.
 type benchTarget struct {
 	*httptest.Server
 	requests  atomic.Int64
@@ -207,7 +223,8 @@ type benchTarget struct {
 	lastOK    atomic.Int64 // unix ns of the latest 200
 	perKey    sync.Map     // Idempotency-Key → *atomic.Int32
 	mu        sync.Mutex
-	lags      []time.Duration
+	arrivals  []time.Time // of /lag/I, by I
+	arrived   int
 }
 
 func newBenchTarget(b *testing.B) *benchTarget {
@@ -221,10 +238,13 @@ func (tg *benchTarget) serve(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	tg.requests.Add(1)
 	kind, arg, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	num, _ := strconv.ParseInt(arg, 10, 64)
+	num, _ := strconv.Atoi(arg)
 	if kind == "lag" {
 		tg.mu.Lock()
-		tg.lags = append(tg.lags, arrived.Sub(time.UnixMilli(num)))
+		if num >= 0 && num < len(tg.arrivals) && tg.arrivals[num].IsZero() {
+			tg.arrivals[num] = arrived
+			tg.arrived++
+		}
 		tg.mu.Unlock()
 	} else {
 		v, _ := tg.perKey.LoadOrStore(r.Header.Get("Idempotency-Key"), new(atomic.Int32))
@@ -250,25 +270,25 @@ func (tg *benchTarget) waitSuccesses(b *testing.B, n int64) time.Time {
 	return time.Unix(0, tg.lastOK.Load())
 }
 
-func (tg *benchTarget) resetLags() {
+func (tg *benchTarget) resetArrivals(n int) {
 	tg.mu.Lock()
-	tg.lags = nil
+	tg.arrivals, tg.arrived = make([]time.Time, n), 0
 	tg.mu.Unlock()
 }
 
-// waitLags waits for n lag notes and returns them sorted.
-func (tg *benchTarget) waitLags(b *testing.B, n int) []time.Duration {
+// waitArrivals waits until each of the n lag tasks has arrived and returns
+// when each did.
+func (tg *benchTarget) waitArrivals(b *testing.B, n int) []time.Time {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		tg.mu.Lock()
-		got := slices.Clone(tg.lags)
+		got, arrivals := tg.arrived, tg.arrivals
 		tg.mu.Unlock()
-		if len(got) >= n {
-			slices.Sort(got)
-			return got
+		if got >= n {
+			return arrivals
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d lag tasks arrived in 5 minutes", len(got), n)
+			b.Fatalf("%d of %d lag tasks arrived in 5 minutes", got, n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
