@@ -113,7 +113,9 @@ func benchLag(b *testing.B, be backend, tg *benchTarget, n int) {
 	interval := time.Second / benchRate
 	begin := time.Now().Add(50 * time.Millisecond)
 	tg.resetArrivals(total)
-	due := func(i int) time.Time { return begin.Add(time.Duration(i)*interval + benchAhead).Truncate(time.Millisecond) }
+	due := func(i int) time.Time {
+		return begin.Add(time.Duration(i)*interval + benchAhead).Truncate(time.Millisecond)
+	}
 	created := createPaced(b, st, total, "lag", func(i int) (string, time.Time) {
 		time.Sleep(time.Until(begin.Add(time.Duration(i) * interval)))
 		return tg.URL + "/lag/" + strconv.Itoa(i), due(i)
