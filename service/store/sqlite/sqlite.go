@@ -10,7 +10,8 @@
 // the sync instead: SQLite allows one writer, so every write goes through one
 // connection, and the write methods called while a commit is in progress are
 // run together in the next transaction (group commit), which one fsync makes
-// durable. TaskClaim and TaskFinish take many tasks per call, and concurrent
+// durable; while several callers keep the writer busy, it also waits up to
+// a millisecond (never longer than a commit takes) for more of them. TaskClaim and TaskFinish take many tasks per call, and concurrent
 // TaskFinish calls are merged into one set of statements. A write that fails
 // is rolled back alone: it never leaves half of itself behind, and it does
 // not fail the writes it shared a transaction with.
