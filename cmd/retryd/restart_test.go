@@ -29,10 +29,22 @@ func TestPostgresRestart(t *testing.T) {
 			}
 		}
 	}
-	logs := storeRestart(t, b, ctl("stop"), ctl("start"))
-	for i, log := range logs {
-		if !strings.Contains(log, "resynced the scheduler") {
-			t.Errorf("instance %d did not resync when its change feed came back", i)
+	checkResynced(t, storeRestart(t, b, ctl("stop"), ctl("start")))
+}
+
+// checkResynced waits until each instance has resynced its scheduler
+// since the store's change feed came back (its reconnection backoff may
+// have grown to several seconds during the outage).
+func checkResynced(t *testing.T, ds []*daemon) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for i, d := range ds {
+		for !strings.Contains(d.log(), "resynced the scheduler") {
+			if time.Now().After(deadline) {
+				t.Errorf("instance %d did not resync when its change feed came back", i)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
@@ -43,14 +55,14 @@ func TestPostgresRestart(t *testing.T) {
 func TestRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := startRedisServer(t)
-	storeRestart(t, redisBackend(t, srv.url()), srv.shutdown, srv.start)
+	checkResynced(t, storeRestart(t, redisBackend(t, srv.url()), srv.shutdown, srv.start))
 }
 
 // storeRestart runs tasks on two instances sharing b, calls stop mid-run,
 // checks that the instances stay up but say they are not ready, calls
 // start, and checks that they become ready again and that every task,
-// created before or after, succeeds. It returns the instances' logs.
-func storeRestart(t *testing.T, b backend, stop, start func()) []string {
+// created before or after, succeeds. It returns the instances.
+func storeRestart(t *testing.T, b backend, stop, start func()) []*daemon {
 	t.Helper()
 	st := b.open(t)
 	target := newFlaky(t)
@@ -89,14 +101,12 @@ func storeRestart(t *testing.T, b backend, stop, start func()) []string {
 			t.Errorf("task %s SUCCEEDED but the target never answered its key 200 (%d requests)", c.id, len(reqs))
 		}
 	}
-	logs := make([]string, len(ds))
 	for i, d := range ds {
 		select {
 		case <-d.done:
 			t.Errorf("instance %d exited during the outage:\n%s", i, d.log())
 		default:
 		}
-		logs[i] = d.log()
 	}
-	return logs
+	return ds
 }

@@ -133,13 +133,8 @@ func openRedis(ctx context.Context, c Config, log *slog.Logger) (*opened, error)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	// redis.Store.Listen does not say when its subscription is in place;
-	// reporting it as placed once at the start keeps retryd's start-up
-	// from waiting, and the periodic resync covers what a resubscription
-	// misses.
 	follow := func(ctx context.Context, wake func(string, time.Time), onListening func()) error {
-		onListening()
-		return st.Listen(ctx, wake)
+		return st.Listen(ctx, wake, redis.OnListening(onListening))
 	}
 	return &opened{Store: st, where: where, follow: follow}, nil
 }
