@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,7 +20,7 @@ const (
 	CodeConflict         = "conflict"               // 409: exists with other content, or the wrong state for the change
 	CodeTooLarge         = "body_too_large"         // 413: the body is over Config.MaxBodyBytes
 	CodeUnsupportedMedia = "unsupported_media_type" // 415: a Content-Type that is not application/json
-	CodeUnavailable      = "unavailable"            // 503: the store is closed or the request was cancelled
+	CodeUnavailable      = "unavailable"            // 503: the store is out of reach or closed, or the request was cancelled
 	CodeInternal         = "internal"               // 500: a fault of the service, logged; the message says nothing more
 )
 
@@ -94,7 +93,10 @@ func policyProblems(err error) []FieldProblem {
 }
 
 // storeError maps a store failure to what the client sees; what is not the
-// client's doing becomes a 500 or 503 whose cause is only logged.
+// client's doing becomes a 503 whose cause is only logged. A store error of no
+// known kind is almost always the store being out of reach (a restart, a
+// network cut, a lock held too long), which a later try gets past: hence 503,
+// not 500.
 func storeError(err error, what string) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -103,8 +105,6 @@ func storeError(err error, what string) error {
 		return errorf(http.StatusConflict, CodeConflict, "", "%s conflicts with its current state", what)
 	case errors.Is(err, store.ErrInvalid):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: err.Error(), cause: err}
-	case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "service unavailable, try again", cause: err}
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}
+	return &APIError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "service unavailable, try again", cause: err}
 }
