@@ -89,7 +89,7 @@ func (w *wtx) claimDue(p store.ClaimParams, now, leaseUntil int64, limit int) ([
 // claimPendingSQL claims the PENDING tasks of a list of IDs that are due
 // (?1 now, ?2 the lease's end). tasks_id is named because the planner,
 // without statistics, would rather walk every live task by state.
-const claimPendingSQL = `UPDATE tasks INDEXED BY tasks_id SET status = 'IN_FLIGHT', wake_at = ?2, lease_until = ?2,
+const claimPendingSQL = `UPDATE OR FAIL tasks INDEXED BY tasks_id SET status = 'IN_FLIGHT', wake_at = ?2, lease_until = ?2,
 	claimed_at = ?1, updated_at = ?1, attempt_number = attempt_number + 1, version = version + 1
 	WHERE id IN (%s) AND state = 'LIVE' AND status = 'PENDING' AND wake_at <= ?1 RETURNING ` + hotCols
 
@@ -159,14 +159,14 @@ func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]claimed, error)
 			w.move(store.Pending, store.InFlight)
 		}
 	}
-	if err := w.inList(`INSERT INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
+	if err := w.inList(`INSERT OR FAIL INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
 		response_status, error_message, response_body)
 		SELECT seq, log_count, attempt_number, claimed_at, (lease_until - claimed_at) * 1000000, 0, ?1, ''
 		FROM tasks WHERE seq IN (%s)`, []any{store.LeaseExpiredMessage}, expired, nil); err != nil {
 		return nil, err
 	}
 	var got []claimed
-	err := w.inList(`UPDATE tasks SET status = 'IN_FLIGHT', wake_at = ?1, lease_until = ?1, claimed_at = ?2,
+	err := w.inList(`UPDATE OR FAIL tasks SET status = 'IN_FLIGHT', wake_at = ?1, lease_until = ?1, claimed_at = ?2,
 		updated_at = ?2, attempt_number = attempt_number + 1, version = version + 1,
 		log_count = log_count + (status = 'IN_FLIGHT'),
 		last_error = iif(status = 'IN_FLIGHT', ?3, last_error)

@@ -114,7 +114,7 @@ func (w *wtx) finishRound(items []finishRef) error {
 
 const finishUpdateSQL = `WITH v(v_id, v_version, v_status, v_next, v_prev_delay, v_last_error, v_last_status, v_now,
 		v_logged) AS (VALUES %s)
-	UPDATE tasks SET %s, prev_delay_ns = v_prev_delay, last_error = v_last_error, last_status = v_last_status,
+	UPDATE OR FAIL tasks SET %s, prev_delay_ns = v_prev_delay, last_error = v_last_error, last_status = v_last_status,
 		lease_until = 0, updated_at = v_now, version = version + 1, log_count = log_count + v_logged
 	FROM v WHERE id = v_id AND version = v_version AND status = 'IN_FLIGHT'
 	RETURNING id, seq, log_count`
@@ -126,7 +126,7 @@ var (
 		"state = v_status, status = v_status, finished_at = v_now")
 )
 
-const attemptInsertSQL = `INSERT INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
+const attemptInsertSQL = `INSERT OR FAIL INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
 	response_status, error_message, response_body) VALUES %s`
 
 // finished reads the tasks an UPDATE of finishRound changed, counts them

@@ -27,6 +27,7 @@ func (s *Store) PolicyPut(ctx context.Context, in *store.Policy) (*store.Policy,
 	p.CreatedAt = fromMs(ms(p.CreatedAt))
 	created := false
 	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
+		created = false // the writer may run this again (see runBatch)
 		var spec []byte
 		var at int64
 		err := w.queryRow(`SELECT spec, created_at FROM policies WHERE tenant = ? AND id = ?`, p.Tenant, p.ID).Scan(&spec, &at)

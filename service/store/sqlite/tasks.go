@@ -45,6 +45,7 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 	var stored *store.Task
 	created := false
 	err = s.write(ctx, &writeOp{run: func(w *wtx) error {
+		stored, created = nil, false // the writer may run this again (see runBatch)
 		var seq int64
 		var hash string
 		err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,

@@ -16,7 +16,9 @@ const maxBatchOps = 256
 
 // writeOp is one write method call waiting for the writer. A TaskFinish
 // call carries its items in finish instead of run, so that the writer can
-// merge every TaskFinish of a batch into one set of statements.
+// merge every TaskFinish of a batch into one set of statements. run may be
+// called more than once, in successive transactions (see runBatch), so it
+// must set all its results each time.
 type writeOp struct {
 	ctx    context.Context
 	run    func(*wtx) error
@@ -142,8 +144,11 @@ func (g *gather) linger(n int) time.Duration {
 	return min(lingerMax, g.took)
 }
 
-// runBatch runs ops in one transaction. Each op runs inside a savepoint
-// when it shares the transaction, so that its failure undoes only itself.
+// runBatch runs ops in one transaction. An op that fails is rolled back
+// alone: if it wrote nothing, its error is simply its answer; if it did,
+// the transaction is rolled back and the others run again without it.
+// (Savepoints would do the same, but cost two statements per op and a
+// copy of every page an op touches first.)
 func (s *Store) runBatch(ops []*writeOp) {
 	// units are what runs: each op with a run func, and all finishes as one.
 	var units []func(*wtx) error
@@ -174,34 +179,106 @@ func (s *Store) runBatch(ops []*writeOp) {
 		return
 	}
 	results := make([]error, len(units))
-	if _, err := s.w.exec("BEGIN IMMEDIATE"); err != nil {
-		answer(owners, results, fmt.Errorf("sqlite: begin: %w", err))
-		return
-	}
-	total := map[store.Status]int64{}
-	wrote := false
-	for i, unit := range units {
-		results[i] = s.w.savepoint(len(units) > 1, unit)
-		if results[i] == nil {
-			wrote = true
-			for st, d := range s.w.delta {
-				total[st] += d
+	failed := make([]bool, len(units)) // failed after writing: left out of the next try
+	for {
+		wrote, redo, err := s.w.try(units, results, failed)
+		if redo {
+			continue
+		}
+		if err == nil && wrote {
+			if _, err = s.w.exec("COMMIT"); err != nil {
+				err = fmt.Errorf("sqlite: commit: %w", err)
 			}
 		}
+		if err != nil || !wrote {
+			_, _ = s.w.exec("ROLLBACK")
+		}
+		answer(owners, results, err)
+		return
 	}
-	var err error
+}
+
+// try runs units but the failed ones in a new transaction, setting their
+// results, and applies their task count changes. It leaves the transaction
+// open for the caller to end, unless a unit failed after writing: it then
+// rolls back, marks that unit failed and asks for a redo. wrote reports
+// whether a unit succeeded; err is for the transaction as a whole.
+func (w *wtx) try(units []func(*wtx) error, results []error, failed []bool) (wrote, redo bool, err error) {
+	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		return false, false, fmt.Errorf("sqlite: begin: %w", err)
+	}
+	total := map[store.Status]int64{}
+	shared := len(units)-count(failed) > 1
+	for i, unit := range units {
+		if failed[i] {
+			continue
+		}
+		var before int64
+		if shared { // alone, a unit's failure rolls back the transaction
+			if before, err = w.changes(); err != nil {
+				return false, false, err
+			}
+		}
+		clear(w.delta)
+		if w.delta == nil {
+			w.delta = map[store.Status]int64{}
+		}
+		if results[i] = unit(w); results[i] == nil {
+			wrote = true
+			for st, d := range w.delta {
+				total[st] += d
+			}
+			continue
+		}
+		if !shared {
+			continue
+		}
+		// A unit that refused its change (ErrConflict, say) before writing
+		// leaves the transaction as it was. Any other failure may have
+		// written, or may have ended the transaction itself (SQLite does
+		// on a full disk or an I/O error), so the others run again in a
+		// new one.
+		if refusal(results[i]) {
+			if after, err := w.changes(); err == nil && after == before {
+				continue
+			}
+		}
+		_, _ = w.exec("ROLLBACK")
+		failed[i] = true
+		return false, true, nil
+	}
 	if wrote {
-		err = s.w.applyCounts(total)
+		err = w.applyCounts(total)
 	}
-	if err == nil && wrote {
-		if _, err = s.w.exec("COMMIT"); err != nil {
-			err = fmt.Errorf("sqlite: commit: %w", err)
+	return wrote, false, err
+}
+
+// refusal reports whether err is a Store's answer rather than a failure.
+func refusal(err error) bool {
+	for _, e := range []error{store.ErrNotFound, store.ErrConflict, store.ErrInvalid, store.ErrLeaseLost} {
+		if errors.Is(err, e) {
+			return true
 		}
 	}
-	if err != nil || !wrote {
-		_, _ = s.w.exec("ROLLBACK")
+	return false
+}
+
+func count(b []bool) (n int) {
+	for _, v := range b {
+		if v {
+			n++
+		}
 	}
-	answer(owners, results, err)
+	return n
+}
+
+// changes counts the rows this connection has changed so far, so that a
+// unit's failure can be told from a failure after writing.
+func (w *wtx) changes() (n int64, err error) {
+	if err := w.queryRow("SELECT total_changes()").Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count changes: %w", err)
+	}
+	return n, nil
 }
 
 // answer tells every op its unit's result, or err when the whole
@@ -216,32 +293,6 @@ func answer(owners [][]*writeOp, results []error, err error) {
 			op.done <- r
 		}
 	}
-}
-
-// savepoint runs f, in a savepoint when nested, with a fresh count delta;
-// when f fails, what it wrote is rolled back.
-func (w *wtx) savepoint(nested bool, f func(*wtx) error) error {
-	clear(w.delta)
-	if w.delta == nil {
-		w.delta = map[store.Status]int64{}
-	}
-	if nested {
-		if _, err := w.exec("SAVEPOINT op"); err != nil {
-			return fmt.Errorf("sqlite: savepoint: %w", err)
-		}
-	}
-	err := f(w)
-	if nested {
-		if err != nil {
-			if _, rerr := w.exec("ROLLBACK TO op"); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}
-		if _, rerr := w.exec("RELEASE op"); rerr != nil && err == nil {
-			err = fmt.Errorf("sqlite: release savepoint: %w", rerr)
-		}
-	}
-	return err
 }
 
 // move counts a task leaving state from for state to.
