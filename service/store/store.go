@@ -16,8 +16,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"time"
 )
 
@@ -261,4 +263,33 @@ type Store interface {
 	// Close releases the store's resources; later calls return ErrClosed.
 	// Calling Close again returns nil.
 	Close() error
+}
+
+// Created returns the task a store holds once TaskCreate has stored t (its
+// ID, times and defaults already filled in): PENDING at version 1, times cut
+// to the millisecond in UTC, no headers as nil and no body as empty. Stores
+// return it from TaskCreate instead of reading the task back.
+func Created(t *Task) *Task {
+	out := &Task{
+		ID: t.ID, Tenant: t.Tenant, IdempotencyKey: t.IdempotencyKey, RequestHash: t.RequestHash,
+		TargetURL: t.TargetURL, Method: t.Method, Headers: maps.Clone(t.Headers), Body: bytes.Clone(t.Body),
+		BodyBinary: t.BodyBinary, PolicyID: t.PolicyID, Status: Pending, Version: 1,
+		NextAttemptAt: toMillis(t.NextAttemptAt), BudgetStart: toMillis(t.BudgetStart),
+		CreatedAt: toMillis(t.CreatedAt), UpdatedAt: toMillis(t.CreatedAt),
+	}
+	if len(out.Headers) == 0 {
+		out.Headers = nil
+	}
+	if out.Body == nil {
+		out.Body = []byte{}
+	}
+	return out
+}
+
+// toMillis cuts t to the millisecond, in UTC; the zero time stays zero.
+func toMillis(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
 }

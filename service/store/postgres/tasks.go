@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -75,7 +73,7 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 		t.TargetURL, headers, body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt), ts(t.BudgetStart),
 		s.channel, note(t.ID, t.NextAttemptAt)).Scan(&seq)
 	if err == nil {
-		return newStored(&t), true, nil
+		return store.Created(&t), true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, s.fail("create task", err)
@@ -92,26 +90,6 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 			t.IdempotencyKey, store.ErrConflict)
 	}
 	return stored, false, nil
-}
-
-// newStored is the task TaskCreate stored from t, as a read would return
-// it, built without reading it back.
-func newStored(t *store.Task) *store.Task {
-	out := &store.Task{
-		ID: t.ID, Tenant: t.Tenant, IdempotencyKey: t.IdempotencyKey, RequestHash: t.RequestHash,
-		TargetURL: t.TargetURL, Method: t.Method, Headers: maps.Clone(t.Headers), Body: bytes.Clone(t.Body),
-		BodyBinary: t.BodyBinary, PolicyID: t.PolicyID, Status: store.Pending, Version: 1,
-		NextAttemptAt: t.NextAttemptAt.Truncate(time.Millisecond).UTC(),
-		BudgetStart:   t.BudgetStart.Truncate(time.Millisecond).UTC(),
-		CreatedAt:     t.CreatedAt.UTC(), UpdatedAt: t.CreatedAt.UTC(),
-	}
-	if len(out.Headers) == 0 {
-		out.Headers = nil
-	}
-	if out.Body == nil {
-		out.Body = []byte{}
-	}
-	return out
 }
 
 // TaskGet returns one task of tenant.

@@ -1,11 +1,9 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -107,7 +105,7 @@ func (s *Store) createNew(ctx context.Context, t *store.Task, l loc, r *reservat
 		return nil, false, err
 	}
 	if created {
-		stored = newStored(t)
+		stored = store.Created(t)
 	}
 	return stored, created, nil
 }
@@ -141,7 +139,7 @@ func (s *Store) createRepeat(ctx context.Context, t *store.Task, r *reservation)
 		return nil, false, err
 	}
 	if created {
-		stored = newStored(t)
+		stored = store.Created(t)
 	}
 	return stored, created, nil
 }
@@ -165,25 +163,6 @@ func (s *Store) write(ctx context.Context, t *store.Task, l loc, seq int64) (*st
 		return stored, false, err
 	}
 	return nil, true, nil
-}
-
-// newStored is the task TaskCreate stored from t, as a read would return
-// it, built without reading it back.
-func newStored(t *store.Task) *store.Task {
-	out := &store.Task{
-		ID: t.ID, Tenant: t.Tenant, IdempotencyKey: t.IdempotencyKey, RequestHash: t.RequestHash,
-		TargetURL: t.TargetURL, Method: t.Method, Headers: maps.Clone(t.Headers), Body: bytes.Clone(t.Body),
-		BodyBinary: t.BodyBinary, PolicyID: t.PolicyID, Status: store.Pending, Version: 1,
-		NextAttemptAt: fromMs(ms(t.NextAttemptAt)), BudgetStart: fromMs(ms(t.BudgetStart)),
-		CreatedAt: fromMs(ms(t.CreatedAt)), UpdatedAt: fromMs(ms(t.CreatedAt)),
-	}
-	if len(out.Headers) == 0 {
-		out.Headers = nil
-	}
-	if out.Body == nil {
-		out.Body = []byte{}
-	}
-	return out
 }
 
 // TaskGet returns one task of tenant.

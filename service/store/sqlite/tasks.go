@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -88,28 +86,9 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
 	}
 	if created {
-		stored = newStored(&t)
+		stored = store.Created(&t)
 	}
 	return stored, created, nil
-}
-
-// newStored is the task TaskCreate stored from t, as a read would return
-// it, built without reading it back.
-func newStored(t *store.Task) *store.Task {
-	out := &store.Task{
-		ID: t.ID, Tenant: t.Tenant, IdempotencyKey: t.IdempotencyKey, RequestHash: t.RequestHash,
-		TargetURL: t.TargetURL, Method: t.Method, Headers: maps.Clone(t.Headers), Body: bytes.Clone(t.Body),
-		BodyBinary: t.BodyBinary, PolicyID: t.PolicyID, Status: store.Pending, Version: 1,
-		NextAttemptAt: fromMs(ms(t.NextAttemptAt)), BudgetStart: fromMs(ms(t.BudgetStart)),
-		CreatedAt: fromMs(ms(t.CreatedAt)), UpdatedAt: fromMs(ms(t.CreatedAt)),
-	}
-	if len(out.Headers) == 0 {
-		out.Headers = nil
-	}
-	if out.Body == nil {
-		out.Body = []byte{}
-	}
-	return out
 }
 
 // TaskGet returns one task of tenant.
