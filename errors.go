@@ -28,6 +28,8 @@ type Error struct {
 	Cause    error // the context's cause when Reason is ErrCancelled, else nil
 }
 
+// Error says why the execution stopped, after how many attempts, and the
+// last error: "retry: attempts exhausted after 3 attempts: connection reset".
 func (e *Error) Error() string {
 	s := "retry: " + e.Reason.Error() + " after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {

@@ -13,6 +13,7 @@ type FieldError struct {
 	Reason string
 }
 
+// Error returns "field: reason".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
 // FieldErrors returns every *FieldError in err's tree, in order. It is how a
