@@ -121,6 +121,7 @@ func openRedis(ctx context.Context, c Config, log *slog.Logger) (*opened, error)
 	if err != nil {
 		return nil, err
 	}
+	redis.RouteClientLogs(log)
 	opts := []redis.Option{redis.WithLogger(log), redis.WithPartitions(c.Partitions)}
 	if c.Prefix != "" {
 		opts = append(opts, redis.WithPrefix(c.Prefix))
