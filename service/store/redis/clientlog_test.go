@@ -40,3 +40,15 @@ func TestRouteClientLogs(t *testing.T) {
 		t.Errorf("no go-redis record in the slog output; got %q", got)
 	}
 }
+
+// TestOpenHidesPasswordOfBadURL: an unparseable URL's error reaches logs, so
+// it must not quote the password.
+func TestOpenHidesPasswordOfBadURL(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{"redis://user:s3cret@127.0.0.1:bad/0", "redis+cluster://:s3cret@127.0.0.1:port%/0"} {
+		_, err := redis.Open(context.Background(), raw)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) = %v, want an error without the password", raw, err)
+		}
+	}
+}

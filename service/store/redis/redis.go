@@ -138,23 +138,33 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 func newClient(rawURL string) (goredis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, withoutURL(err)
 	}
 	if scheme, ok := strings.CutSuffix(u.Scheme, "+cluster"); ok {
 		u.Scheme = scheme
 		o, err := goredis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, err
+			return nil, withoutURL(err)
 		}
 		o.MaxRetries, o.ContextTimeoutEnabled = -1, true
 		return goredis.NewClusterClient(o), nil
 	}
 	o, err := goredis.ParseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, withoutURL(err)
 	}
 	o.MaxRetries, o.ContextTimeoutEnabled = -1, true
 	return goredis.NewClient(o), nil
+}
+
+// withoutURL drops the URL a parse error quotes: it may hold a password, and
+// the error reaches logs. What was wrong with it stays.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s URL: %w", ue.Op, ue.Err)
+	}
+	return err
 }
 
 // checkVersion refuses a server older than 7.0, whose Lua has no #!lua
