@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"time"
 )
@@ -292,4 +293,32 @@ func toMillis(t time.Time) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// CreateDefaults fills in what TaskCreate defaults: a new ID and idempotency
+// key when empty, CreatedAt now when zero, cut to the millisecond, and
+// NextAttemptAt and BudgetStart at CreatedAt when zero. A task without a
+// tenant is refused with ErrInvalid. Stores call it on their own copy of the
+// task they are given.
+func (t *Task) CreateDefaults() error {
+	if t.Tenant == "" {
+		return fmt.Errorf("empty tenant: %w", ErrInvalid)
+	}
+	if t.ID == "" {
+		t.ID = NewID()
+	}
+	if t.IdempotencyKey == "" {
+		t.IdempotencyKey = NewID()
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = time.Now()
+	}
+	t.CreatedAt = t.CreatedAt.Truncate(time.Millisecond)
+	if t.NextAttemptAt.IsZero() {
+		t.NextAttemptAt = t.CreatedAt
+	}
+	if t.BudgetStart.IsZero() {
+		t.BudgetStart = t.CreatedAt
+	}
+	return nil
 }

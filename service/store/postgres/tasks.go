@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,27 +37,11 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 		return nil, false, store.ErrClosed
 	}
 	t := *in
-	if t.Tenant == "" {
-		return nil, false, fmt.Errorf("postgres: create task: empty tenant: %w", store.ErrInvalid)
-	}
-	if t.ID == "" {
-		t.ID = store.NewID()
-	}
-	if t.IdempotencyKey == "" {
-		t.IdempotencyKey = store.NewID()
+	if err := t.CreateDefaults(); err != nil {
+		return nil, false, fmt.Errorf("postgres: create task: %w", err)
 	}
 	if !textOK(t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method, t.TargetURL) {
 		return nil, false, fmt.Errorf("postgres: create task: a field holds a NUL byte or invalid UTF-8: %w", store.ErrInvalid)
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now()
-	}
-	t.CreatedAt = t.CreatedAt.Truncate(time.Millisecond)
-	if t.NextAttemptAt.IsZero() {
-		t.NextAttemptAt = t.CreatedAt
-	}
-	if t.BudgetStart.IsZero() {
-		t.BudgetStart = t.CreatedAt
 	}
 	headers, err := encodeHeaders(t.Headers)
 	if err != nil {

@@ -26,24 +26,8 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 		return nil, false, err
 	}
 	t := *in
-	if t.Tenant == "" {
-		return nil, false, fmt.Errorf("redis: create task: empty tenant: %w", store.ErrInvalid)
-	}
-	if t.ID == "" {
-		t.ID = store.NewID()
-	}
-	if t.IdempotencyKey == "" {
-		t.IdempotencyKey = store.NewID()
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now()
-	}
-	t.CreatedAt = t.CreatedAt.Truncate(time.Millisecond)
-	if t.NextAttemptAt.IsZero() {
-		t.NextAttemptAt = t.CreatedAt
-	}
-	if t.BudgetStart.IsZero() {
-		t.BudgetStart = t.CreatedAt
+	if err := t.CreateDefaults(); err != nil {
+		return nil, false, fmt.Errorf("redis: create task: %w", err)
 	}
 	l := loc{part: s.Partition(t.Tenant, t.PolicyID), tenant: t.Tenant, policy: t.PolicyID}
 	r, err := s.reserve(ctx, &t, l)

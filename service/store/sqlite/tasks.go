@@ -17,24 +17,8 @@ import (
 // already names; see store.Store.
 func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
 	t := *in
-	if t.Tenant == "" {
-		return nil, false, fmt.Errorf("sqlite: create task: empty tenant: %w", store.ErrInvalid)
-	}
-	if t.ID == "" {
-		t.ID = store.NewID()
-	}
-	if t.IdempotencyKey == "" {
-		t.IdempotencyKey = store.NewID()
-	}
-	if t.CreatedAt.IsZero() {
-		t.CreatedAt = time.Now()
-	}
-	t.CreatedAt = t.CreatedAt.Truncate(time.Millisecond)
-	if t.NextAttemptAt.IsZero() {
-		t.NextAttemptAt = t.CreatedAt
-	}
-	if t.BudgetStart.IsZero() {
-		t.BudgetStart = t.CreatedAt
+	if err := t.CreateDefaults(); err != nil {
+		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
 	}
 	headers, err := encodeHeaders(t.Headers)
 	if err != nil {
