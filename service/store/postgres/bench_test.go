@@ -10,52 +10,15 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/storetest"
 )
-
-var benchStart = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// seed creates n due tasks from 16 goroutines and returns their IDs.
-func seed(b *testing.B, s *postgres.Store, n int) []string {
-	b.Helper()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			for i := w; i < n; i += 16 {
-				t, _, err := s.TaskCreate(context.Background(), &store.Task{
-					Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i), TargetURL: "http://127.0.0.1:9/hook",
-					Method: "POST", Headers: map[string]string{"Content-Type": "application/json"},
-					Body: []byte(`{"order":12345,"amount":"9.99"}`), PolicyID: "p", CreatedAt: benchStart,
-				})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				ids[i] = t.ID
-			}
-		})
-	}
-	wg.Wait()
-	return ids
-}
-
-// outcome is the Finish of a claimed task whose attempt failed and will be
-// retried at once, so that the same tasks go round and round.
-func outcome(c *store.Task, now time.Time) store.Finish {
-	return store.Finish{
-		TaskID: c.ID, Version: c.Version, Status: store.Pending, NextAttemptAt: now, PrevDelay: time.Millisecond,
-		LastError: "status 503", LastStatus: 503, Now: now,
-		Attempt: store.Attempt{AttemptNumber: c.AttemptNumber, StartedAt: now, Duration: time.Millisecond,
-			ResponseStatus: 503, ErrorMessage: "status 503", ResponseBody: "try later"},
-	}
-}
 
 // claimFinishLoop claims batches of up to batch due tasks from s and
 // finishes each batch with one TaskFinish call, until it has done n
 // tasks; with ids it names the tasks to claim, taking them from queue.
 func claimFinishLoop(b *testing.B, s *postgres.Store, n, batch int, queue []string) {
 	ctx := context.Background()
-	now := benchStart
+	now := storetest.BenchStart
 	for done := 0; done < n; {
 		now = now.Add(time.Millisecond)
 		p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(batch, n-done)}
@@ -72,7 +35,7 @@ func claimFinishLoop(b *testing.B, s *postgres.Store, n, batch int, queue []stri
 		}
 		fs := make([]store.Finish, len(claimed))
 		for i, c := range claimed {
-			fs[i] = outcome(c, now)
+			fs[i] = storetest.RetryAtOnce(c, now)
 		}
 		if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil {
 			b.Errorf("TaskFinish = %v, %v", errs, err)
@@ -97,7 +60,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			s := open(b, newSchema(b))
-			queue := seed(b, s, max(4*c.batch, 1024))
+			queue := storetest.Seed(b, s, max(4*c.batch, 1024), 16, 1)
 			if !c.ids {
 				queue = nil
 			}
@@ -120,7 +83,7 @@ func BenchmarkClaimFinishInstances(b *testing.B) {
 			for i := range stores {
 				stores[i] = open(b, schema)
 			}
-			seed(b, stores[0], 4096)
+			storetest.Seed(b, stores[0], 4096, 16, 1)
 			const loops = 4
 			per := b.N/(instances*loops) + 1
 			b.ResetTimer()

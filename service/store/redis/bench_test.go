@@ -4,86 +4,21 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/storetest"
 )
 
 // The benchmarks run against the shared server (RETRYKIT_REDIS_URL), each
 // under a prefix of its own. They measure the client's side and the
 // round trips; Redis's own CPU time is not counted in cpu-µs/task.
 
-var benchStart = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-
 func benchStore(b *testing.B) *redis.Store {
 	url := sharedURL(b)
 	return closeAtEnd(b, open(b, url, newPrefix(b, url)))
-}
-
-// seed creates n due tasks, from 32 goroutines, spread over policies
-// policies (and so over up to that many partitions), and returns their IDs.
-func seed(b *testing.B, s *redis.Store, n, policies int) []string {
-	b.Helper()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	for w := range 32 {
-		wg.Go(func() {
-			for i := w; i < n; i += 32 {
-				t, _, err := s.TaskCreate(context.Background(), &store.Task{
-					Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i), TargetURL: "http://127.0.0.1:9/hook",
-					Method: "POST", Headers: map[string]string{"Content-Type": "application/json"},
-					Body: []byte(`{"order":12345,"amount":"9.99"}`), PolicyID: fmt.Sprint("p", i%policies),
-					CreatedAt: benchStart,
-				})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				ids[i] = t.ID
-			}
-		})
-	}
-	wg.Wait()
-	return ids
-}
-
-// meter measures a benchmark's rate in wall time and its cost in the
-// process's CPU time.
-type meter struct {
-	wall time.Time
-	cpu  time.Duration
-}
-
-func startMeter(b *testing.B) meter {
-	b.ResetTimer()
-	return meter{time.Now(), cpuTime()}
-}
-
-func (m meter) report(b *testing.B, tasks int) {
-	b.ReportMetric(float64(tasks)/time.Since(m.wall).Seconds(), "tasks/s")
-	b.ReportMetric(float64((cpuTime()-m.cpu).Microseconds())/float64(tasks), "cpu-µs/task")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// outcome is a Finish that retries the task at once, so that the same
-// tasks go round and round.
-func outcome(c *store.Task, now time.Time) store.Finish {
-	return store.Finish{
-		TaskID: c.ID, Version: c.Version, Status: store.Pending, NextAttemptAt: now, PrevDelay: time.Millisecond,
-		LastError: "status 503", LastStatus: 503, Now: now,
-		Attempt: store.Attempt{AttemptNumber: c.AttemptNumber, StartedAt: now, Duration: time.Millisecond,
-			ResponseStatus: 503, ErrorMessage: "status 503", ResponseBody: "try later"},
-	}
 }
 
 // BenchmarkClaimFinish claims a batch of due tasks and finishes them with
@@ -105,11 +40,11 @@ func BenchmarkClaimFinish(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			s := benchStore(b)
-			queue := seed(b, s, max(4*c.batch, 1024), c.policies)
+			queue := storetest.Seed(b, s, max(4*c.batch, 1024), 32, c.policies)
 			ctx := context.Background()
-			now := benchStart
+			now := storetest.BenchStart
 			done := 0
-			m := startMeter(b)
+			m := storetest.StartMeter(b)
 			for done < b.N {
 				now = now.Add(time.Millisecond)
 				p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(c.batch, b.N-done)}
@@ -122,14 +57,14 @@ func BenchmarkClaimFinish(b *testing.B) {
 				}
 				fs := make([]store.Finish, len(claimed))
 				for i, c := range claimed {
-					fs[i] = outcome(c, now)
+					fs[i] = storetest.RetryAtOnce(c, now)
 				}
 				if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil {
 					b.Fatalf("TaskFinish = %v, %v", errs, err)
 				}
 				done += len(claimed)
 			}
-			m.report(b, done)
+			m.Report(b, done)
 		})
 	}
 }
@@ -143,7 +78,7 @@ func BenchmarkCreate(b *testing.B) {
 			ctx := context.Background()
 			var mu sync.Mutex
 			next := 0
-			m := startMeter(b)
+			m := storetest.StartMeter(b)
 			var wg sync.WaitGroup
 			for range par {
 				wg.Go(func() {
@@ -165,7 +100,7 @@ func BenchmarkCreate(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			m.report(b, b.N)
+			m.Report(b, b.N)
 		})
 	}
 }

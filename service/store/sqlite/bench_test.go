@@ -4,77 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/retrykit/retry/service/store"
-	"github.com/retrykit/retry/service/store/sqlite"
+	"github.com/retrykit/retry/service/store/storetest"
 )
-
-var benchStart = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// seed creates n due tasks, in batches of concurrent creates, and returns
-// their IDs.
-func seed(b *testing.B, s *sqlite.Store, n int) []string {
-	b.Helper()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	for w := range 32 {
-		wg.Go(func() {
-			for i := w; i < n; i += 32 {
-				t, _, err := s.TaskCreate(context.Background(), &store.Task{
-					Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i), TargetURL: "http://127.0.0.1:9/hook",
-					Method: "POST", Headers: map[string]string{"Content-Type": "application/json"},
-					Body: []byte(`{"order":12345,"amount":"9.99"}`), PolicyID: "p", CreatedAt: benchStart,
-				})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				ids[i] = t.ID
-			}
-		})
-	}
-	wg.Wait()
-	return ids
-}
-
-// meter measures a benchmark's rate in wall time and its cost in the
-// process's CPU time, which other load on the machine disturbs less.
-type meter struct {
-	wall time.Time
-	cpu  time.Duration
-}
-
-func startMeter(b *testing.B) meter {
-	b.ResetTimer()
-	return meter{time.Now(), cpuTime()}
-}
-
-func (m meter) report(b *testing.B, tasks int) {
-	b.ReportMetric(float64(tasks)/time.Since(m.wall).Seconds(), "tasks/s")
-	b.ReportMetric(float64((cpuTime()-m.cpu).Microseconds())/float64(tasks), "cpu-µs/task")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// outcome is the Finish of a claimed task whose attempt failed and will be
-// retried at once, so that the same tasks go round and round.
-func outcome(c *store.Task, now time.Time) store.Finish {
-	return store.Finish{
-		TaskID: c.ID, Version: c.Version, Status: store.Pending, NextAttemptAt: now, PrevDelay: time.Millisecond,
-		LastError: "status 503", LastStatus: 503, Now: now,
-		Attempt: store.Attempt{AttemptNumber: c.AttemptNumber, StartedAt: now, Duration: time.Millisecond,
-			ResponseStatus: 503, ErrorMessage: "status 503", ResponseBody: "try later"},
-	}
-}
 
 // BenchmarkClaimFinish claims a batch of due tasks and finishes them with
 // one TaskFinish call, as a scheduler that batches both does: two durable
@@ -96,11 +31,11 @@ func BenchmarkClaimFinish(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s, _ := open(b)
 			defer s.Close()
-			queue := seed(b, s, max(4*c.batch, 1024))
+			queue := storetest.Seed(b, s, max(4*c.batch, 1024), 32, 1)
 			ctx := context.Background()
-			now := benchStart
+			now := storetest.BenchStart
 			done := 0
-			m := startMeter(b)
+			m := storetest.StartMeter(b)
 			for done < b.N {
 				now = now.Add(time.Millisecond)
 				p := store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(c.batch, b.N-done), OmitRequest: c.omit}
@@ -113,14 +48,14 @@ func BenchmarkClaimFinish(b *testing.B) {
 				}
 				fs := make([]store.Finish, len(claimed))
 				for i, c := range claimed {
-					fs[i] = outcome(c, now)
+					fs[i] = storetest.RetryAtOnce(c, now)
 				}
 				if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil {
 					b.Fatalf("TaskFinish = %v, %v", errs, err)
 				}
 				done += len(claimed)
 			}
-			m.report(b, done)
+			m.Report(b, done)
 		})
 	}
 }
@@ -131,21 +66,21 @@ func BenchmarkClaimFinish(b *testing.B) {
 func BenchmarkClaimFinishWorkers(b *testing.B) {
 	s, _ := open(b)
 	defer s.Close()
-	seed(b, s, 2048)
+	storetest.Seed(b, s, 2048, 32, 1)
 	ctx := context.Background()
 	work := make(chan *store.Task, 512)
 	var wg sync.WaitGroup
 	for range 64 {
 		wg.Go(func() {
 			for c := range work {
-				if errs, err := s.TaskFinish(ctx, []store.Finish{outcome(c, c.LeaseUntil.Add(-time.Minute))}); err != nil || errs[0] != nil {
+				if errs, err := s.TaskFinish(ctx, []store.Finish{storetest.RetryAtOnce(c, c.LeaseUntil.Add(-time.Minute))}); err != nil || errs[0] != nil {
 					b.Errorf("TaskFinish = %v, %v", errs, err)
 				}
 			}
 		})
 	}
-	m := startMeter(b)
-	now := benchStart
+	m := storetest.StartMeter(b)
+	now := storetest.BenchStart
 	for done := 0; done < b.N; {
 		now = now.Add(time.Millisecond)
 		claimed, err := s.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: time.Minute, Limit: min(256, b.N-done)})
@@ -159,7 +94,7 @@ func BenchmarkClaimFinishWorkers(b *testing.B) {
 	}
 	close(work)
 	wg.Wait()
-	m.report(b, b.N)
+	m.Report(b, b.N)
 }
 
 // BenchmarkCreate creates tasks one call at a time (serial: each waits for
@@ -172,7 +107,7 @@ func BenchmarkCreate(b *testing.B) {
 			ctx := context.Background()
 			var mu sync.Mutex
 			next := 0
-			m := startMeter(b)
+			m := storetest.StartMeter(b)
 			var wg sync.WaitGroup
 			for range par {
 				wg.Go(func() {
@@ -194,7 +129,7 @@ func BenchmarkCreate(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			m.report(b, b.N)
+			m.Report(b, b.N)
 		})
 	}
 }
