@@ -31,10 +31,12 @@ func TestOutcomes(t *testing.T) {
 		{"status listed by the policy", []int{409, 409, 200},
 			retry.Policy{MaxAttempts: 5, Backoff: backoffFixed(time.Millisecond), RetryableStatusCodes: []int{409}}, store.Succeeded, 3, 0, ""},
 		{"budget exhausted", []int{503},
-			retry.Policy{MaxAttempts: 100, Backoff: backoffFixed(150 * time.Millisecond), Budget: 400 * time.Millisecond},
+			retry.Policy{MaxAttempts: 100, Backoff: backoffFixed(1500 * time.Millisecond), Budget: 4 * time.Second},
 			// After attempt 1 (a few ms in) another fits; after attempt 3
-			// (300ms+ in) none does; after attempt 2 it depends on how
-			// long the calls took.
+			// (3s+ in) none does; after attempt 2 it depends on how long the
+			// calls took. Seconds, not milliseconds: on a loaded machine a
+			// task claimed late would otherwise find its budget spent before
+			// attempt 2 is sent, a different (and right) ending.
 			store.Exhausted, 2, 3, "HTTP 503 Service Unavailable (time budget exhausted)"},
 	}
 	for _, tt := range tests {
