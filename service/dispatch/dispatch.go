@@ -3,22 +3,30 @@
 // Idempotency-Key, bounded in time and in what it reads, refusing addresses
 // a tenant must not reach, and never following a redirect. It reports what
 // happened as a Result; Result.Outcome applies a retry policy to it.
+//
+// http:// targets are called by a lean HTTP/1.1 client of this package's
+// own (see h1.go for why), https:// targets through net/http, which brings
+// TLS and HTTP/2. Both send the same request (a test holds them to it):
+// the task's headers but the framing and connection ones, which the client
+// sets, a User-Agent of "retryd" unless the task sets one, and a
+// Content-Length when there is a body or the method is POST, PUT or PATCH.
 package dispatch
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/retrykit/retry/retryhttp"
 )
 
 // Defaults for the zero fields of Config.
@@ -42,15 +50,19 @@ type Config struct {
 	MaxResponseBytes int64         // read at most this much of a response, then drop the connection
 	KeepBytes        int           // the first bytes of the response kept for the attempt log
 	MaxIdlePerHost   int           // idle keep-alive connections kept per target host
+	TLS              *tls.Config   // for https targets; nil means the system's roots
 }
 
 // Dispatcher sends attempts. It is safe for concurrent use; Close it to
 // release idle connections.
 type Dispatcher struct {
 	cfg Config
-	// tr is used directly, without an http.Client: a Transport never
-	// follows redirects, and an attempt needs none of a Client's cookie,
-	// header-copying or timeout machinery (the context bounds it).
+	// h1 sends to http:// targets (see h1 for why not net/http).
+	h1 *h1
+	// tr sends to https:// targets. It is used directly, without an
+	// http.Client: a Transport never follows redirects, and an attempt
+	// needs none of a Client's cookie, header-copying or timeout machinery
+	// (the context bounds it).
 	tr *http.Transport
 	// bufs holds KeepBytes-long buffers for reading responses, so that an
 	// attempt allocates only the bytes it keeps.
@@ -79,17 +91,21 @@ func New(cfg Config) *Dispatcher {
 	tr := &http.Transport{
 		Proxy:               nil, // a proxy would be dialled instead of the target, hiding it from the guard
 		DialContext:         dialer.DialContext,
+		TLSClientConfig:     cfg.TLS,
 		TLSHandshakeTimeout: cfg.ConnectTimeout,
 		MaxIdleConns:        4 * cfg.MaxIdlePerHost,
 		MaxIdleConnsPerHost: cfg.MaxIdlePerHost,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     idleTimeout,
 		ForceAttemptHTTP2:   true,
 		// An attempt keeps only the first bytes of a response, as they
 		// came, and discards the rest: asking for gzip would only add a
 		// header to every request and decompression to every response.
 		DisableCompression: true,
 	}
-	d := &Dispatcher{cfg: cfg, tr: tr}
+	d := &Dispatcher{cfg: cfg, tr: tr, h1: &h1{
+		dial: dialer.DialContext,
+		pool: pool{perHost: cfg.MaxIdlePerHost, total: 4 * cfg.MaxIdlePerHost, idleTimeout: idleTimeout},
+	}}
 	d.bufs.New = func() any {
 		b := make([]byte, cfg.KeepBytes)
 		return &b
@@ -97,11 +113,17 @@ func New(cfg Config) *Dispatcher {
 	return d
 }
 
+// idleTimeout is how long an idle keep-alive connection is kept.
+const idleTimeout = 90 * time.Second
+
 // Timeout returns the bound on one attempt; a lease must outlast it.
 func (d *Dispatcher) Timeout() time.Duration { return d.cfg.Timeout }
 
 // Close drops idle connections. Sends in progress are not interrupted.
-func (d *Dispatcher) Close() { d.tr.CloseIdleConnections() }
+func (d *Dispatcher) Close() {
+	d.h1.pool.close()
+	d.tr.CloseIdleConnections()
+}
 
 // Request is one attempt to send.
 type Request struct {
@@ -136,31 +158,62 @@ func (d *Dispatcher) Send(ctx context.Context, r Request) Result {
 }
 
 func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	defer cancel()
-	// NewRequest parses the URL once, and the checks read what it parsed.
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(r.Body))
+	u, err := url.Parse(r.URL)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadTarget, err)
 	}
-	if u := req.URL; u.Scheme != "http" && u.Scheme != "https" {
+	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%w: scheme %q (want http or https)", ErrBadTarget, u.Scheme)
 	}
-	if req.URL.Host == "" {
+	if u.Host == "" {
 		return fmt.Errorf("%w: no host", ErrBadTarget)
 	}
-	// Sized once: growing the map as headers are set costs an allocation
-	// per attempt.
-	req.Header = make(http.Header, len(r.Headers)+1)
-	for k, v := range r.Headers {
-		if strings.EqualFold(k, "Host") {
-			req.Host = v
-			continue
+	if err := checkRequest(u, &r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	// An internationalized host name is left to net/http, which knows to
+	// send it in Punycode.
+	if u.Scheme == "http" && ascii(u.Host) {
+		return d.h1.send(ctx, u, &r, res, d.readBody)
+	}
+	return d.sendStd(ctx, u, &r, res)
+}
+
+func ascii(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
 		}
-		req.Header.Set(k, v)
+	}
+	return true
+}
+
+// sendStd sends through net/http, which brings TLS and HTTP/2.
+func (d *Dispatcher) sendStd(ctx context.Context, u *url.URL, r *Request, res *Result) error {
+	req := (&http.Request{Method: r.Method, URL: u, Host: u.Host, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		// Sized once: growing the map as headers are set costs an
+		// allocation per attempt.
+		Header: make(http.Header, len(r.Headers)+1)}).WithContext(ctx)
+	if len(r.Body) > 0 {
+		req.ContentLength = int64(len(r.Body))
+		req.Body = io.NopCloser(bytes.NewReader(r.Body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(r.Body)), nil }
+	}
+	if h, ok := hostOverride(r.Headers); ok {
+		req.Host = h
+	}
+	for k, v := range r.Headers {
+		if k = textproto.CanonicalMIMEHeaderKey(k); !managed(k) {
+			req.Header[k] = []string{v}
+		}
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{defaultUserAgent}
 	}
 	if r.IdempotencyKey != "" {
-		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
+		req.Header["Idempotency-Key"] = []string{r.IdempotencyKey}
 	}
 	resp, err := d.tr.RoundTrip(req)
 	if err != nil {
@@ -168,7 +221,7 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
-	res.RetryAfter, res.HasRetryAfter = retryhttp.ParseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
+	res.RetryAfter, res.HasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		res.Location = resp.Header.Get("Location")
 	}

@@ -32,11 +32,11 @@ func (o Outcome) String() string {
 // Outcome classifies r by p: a 2xx status succeeds; a status in p's
 // retryable list, a network error or a timeout is retried; any other status
 // (a redirect included, since none is followed) fails, as does a refused or
-// malformed target.
+// malformed target or a request that cannot be written.
 func (r *Result) Outcome(p *retry.Policy) Outcome {
 	switch {
 	case r.Err != nil:
-		if errors.Is(r.Err, ErrTargetRefused) || errors.Is(r.Err, ErrBadTarget) {
+		if errors.Is(r.Err, ErrTargetRefused) || errors.Is(r.Err, ErrBadTarget) || errors.Is(r.Err, ErrBadRequest) {
 			return Fail
 		}
 		return Retry

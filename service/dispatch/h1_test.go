@@ -1,0 +1,319 @@
+package dispatch_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/service/dispatch"
+)
+
+// rawServer is a TCP server on 127.0.0.1 that answers each request with
+// the next of its scripted responses, byte for byte, so that the tests can
+// send what net/http's server never would. It records every request head
+// and how many connections it accepted.
+type rawServer struct {
+	ln net.Listener
+
+	mu       sync.Mutex
+	script   []string
+	requests []string
+	conns    int
+}
+
+// Marks in a script entry: closeAfter hangs up once it is written; pause
+// waits a little before writing what follows.
+const (
+	closeAfter = "\x00close"
+	pause      = "\x00pause"
+)
+
+func newRawServer(t *testing.T, script ...string) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln, script: script}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+			go s.serve(c)
+		}
+	}()
+	return s
+}
+
+func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
+
+func (s *rawServer) serve(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		var head strings.Builder
+		_ = req.Header.Write(&head)
+		s.mu.Lock()
+		s.requests = append(s.requests, req.Method+" "+req.RequestURI+"\n"+head.String())
+		if len(s.script) == 0 {
+			s.mu.Unlock()
+			_, _ = io.Copy(io.Discard, br) // no answer: wait for the client to give up
+			return
+		}
+		resp := s.script[0]
+		s.script = s.script[1:]
+		s.mu.Unlock()
+		resp, hangUp := strings.CutSuffix(resp, closeAfter)
+		for i, part := range strings.Split(resp, pause) {
+			if i > 0 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if _, err := io.WriteString(c, part); err != nil {
+				return
+			}
+		}
+		if hangUp {
+			return
+		}
+	}
+}
+
+func (s *rawServer) counts() (requests, conns int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests), s.conns
+}
+
+func newDispatcher(t *testing.T, cfg dispatch.Config) *dispatch.Dispatcher {
+	t.Helper()
+	if cfg.Guard.Allow == nil {
+		cfg.Guard = loopback
+	}
+	d := dispatch.New(cfg)
+	t.Cleanup(d.Close)
+	return d
+}
+
+func get(d *dispatch.Dispatcher, url string) dispatch.Result {
+	return d.Send(context.Background(), dispatch.Request{Method: "GET", URL: url})
+}
+
+func TestH1Framing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		response string
+		method   string
+		status   int
+		body     string
+		reused   bool // whether the next request shares the connection
+	}{
+		{"content length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", "GET", 200, "hello", true},
+		{"chunked with trailers", "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"3\r\nhel\r\n2;ext=1\r\nlo\r\n0\r\nX-Trailer: t\r\n\r\n", "GET", 201, "hello", true},
+		{"chunked wins over length", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"2\r\nhi\r\n0\r\n\r\n", "GET", 200, "hi", false},
+		{"empty 204", "HTTP/1.1 204 No Content\r\n\r\n", "DELETE", 204, "", true},
+		{"HEAD has no body", "HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n", "HEAD", 200, "", true},
+		{"interim responses skipped", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" +
+			"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok", "POST", 202, "ok", true},
+		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", "GET", 200, "ok", false},
+		{"HTTP/1.0 runs to the end", "HTTP/1.0 200 OK\r\n\r\nuntil close" + closeAfter, "GET", 200, "until close", false},
+		{"HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", "GET", 200, "ok", true},
+		{"bare LF line ends", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", "GET", 200, "ok", true},
+		{"folded header", "HTTP/1.1 200 OK\r\nX-Long: a\r\n b\r\nContent-Length: 2\r\n\r\nok", "GET", 200, "ok", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newRawServer(t, tt.response, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext")
+			d := newDispatcher(t, dispatch.Config{})
+			res := d.Send(context.Background(), dispatch.Request{Method: tt.method, URL: srv.url()})
+			if res.Err != nil || res.Status != tt.status || res.Body != tt.body {
+				t.Fatalf("Send = %d %q, %v; want %d %q", res.Status, res.Body, res.Err, tt.status, tt.body)
+			}
+			if res := get(d, srv.url()); res.Err != nil || res.Body != "next" {
+				t.Fatalf("second Send = %d %q, %v; want 200 \"next\"", res.Status, res.Body, res.Err)
+			}
+			wantConns := 2
+			if tt.reused {
+				wantConns = 1
+			}
+			if _, conns := srv.counts(); conns != wantConns {
+				t.Fatalf("%d connections for two requests, want %d", conns, wantConns)
+			}
+		})
+	}
+}
+
+func TestH1MalformedResponses(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"not HTTP":               "SSH-2.0-OpenSSH_9.6\r\n\r\n",
+		"HTTP/2 status line":     "HTTP/2 200\r\n\r\n",
+		"short status":           "HTTP/1.1 20 OK\r\n\r\n",
+		"bad length":             "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+		"negative length":        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+		"two lengths":            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+		"gzip transfer encoding": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"space in a field name":  "HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+		"no colon":               "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n",
+		"switching protocols":    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+		"endless interim":        strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 6),
+		"huge head":              "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 1<<20) + "\r\n\r\n",
+		"cut in the head":        "HTTP/1.1 200 OK\r\nContent-Le" + closeAfter,
+	}
+	for name, response := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := newRawServer(t, response)
+			res := get(newDispatcher(t, dispatch.Config{}), srv.url())
+			if res.Err == nil || res.Status != 0 {
+				t.Fatalf("Send = %d, %v; want an error", res.Status, res.Err)
+			}
+			if got := res.Outcome(&retry.Policy{}); got != dispatch.Retry {
+				t.Fatalf("Outcome = %v, want retry (a broken answer is like a dropped connection)", got)
+			}
+		})
+	}
+}
+
+func TestH1ShortBodyIsNotReused(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 10\r\n\r\nabc"+closeAfter,
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	d := newDispatcher(t, dispatch.Config{})
+	// The status came, so the attempt has its answer; the cut body is
+	// what it is.
+	if res := get(d, srv.url()); res.Status != 500 || res.Body != "abc" {
+		t.Fatalf("Send = %d %q, %v; want 500 \"abc\"", res.Status, res.Body, res.Err)
+	}
+	if res := get(d, srv.url()); res.Status != 200 {
+		t.Fatalf("second Send = %d, %v", res.Status, res.Err)
+	}
+	if _, conns := srv.counts(); conns != 2 {
+		t.Fatalf("%d connections, want 2: a cut body leaves the connection unusable", conns)
+	}
+}
+
+func TestH1LongBodyDropsTheConnection(t *testing.T) {
+	t.Parallel()
+	// The first 1,000 bytes come alone, so that the client has read all it
+	// was sent when it stops at its cap; the rest follows later, where a
+	// reused connection would take it for the next response.
+	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n"+strings.Repeat("x", 1000)+pause+strings.Repeat("y", 1000),
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	d := newDispatcher(t, dispatch.Config{KeepBytes: 4, MaxResponseBytes: 1000})
+	if res := get(d, srv.url()); res.Status != 200 || res.Body != "xxxx" {
+		t.Fatalf("Send = %d %q, %v", res.Status, res.Body, res.Err)
+	}
+	if res := get(d, srv.url()); res.Status != 200 || res.Err != nil {
+		t.Fatalf("second Send = %d, %v", res.Status, res.Err)
+	}
+	if _, conns := srv.counts(); conns != 2 {
+		t.Fatalf("%d connections, want 2: an unread body must not be taken for the next response", conns)
+	}
+}
+
+func TestH1ReplacesAConnectionClosedWhileIdle(t *testing.T) {
+	t.Parallel()
+	// The server answers, then hangs up while the connection sits idle.
+	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"+closeAfter,
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nnew")
+	d := newDispatcher(t, dispatch.Config{})
+	if res := get(d, srv.url()); res.Status != 200 {
+		t.Fatalf("Send = %d, %v", res.Status, res.Err)
+	}
+	time.Sleep(20 * time.Millisecond) // let the close arrive
+	if res := get(d, srv.url()); res.Err != nil || res.Body != "new" {
+		t.Fatalf("Send after the idle close = %d %q, %v; want the request sent again on a new connection", res.Status, res.Body, res.Err)
+	}
+	if reqs, conns := srv.counts(); reqs != 2 || conns != 2 {
+		t.Fatalf("%d requests on %d connections, want 2 on 2", reqs, conns)
+	}
+}
+
+func TestH1RequestOnTheWire(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	d := newDispatcher(t, dispatch.Config{})
+	d.Send(context.Background(), dispatch.Request{
+		Method: "POST", URL: srv.url() + "/a/b?x=1&y=%20",
+		Headers: map[string]string{"x-lower": "v", "Connection": "close", "Content-Length": "99",
+			"Transfer-Encoding": "chunked", "User-Agent": "mine/1"},
+		Body: []byte("body"), IdempotencyKey: "k-1",
+	})
+	d.Send(context.Background(), dispatch.Request{Method: "GET", URL: srv.url()})
+	d.Send(context.Background(), dispatch.Request{Method: "DELETE", URL: srv.url() + "/x"})
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	want := []string{
+		"POST /a/b?x=1&y=%20\nContent-Length: 4\r\nIdempotency-Key: k-1\r\nUser-Agent: mine/1\r\nX-Lower: v\r\n",
+		"GET /\nUser-Agent: retryd\r\n",
+		"DELETE /x\nUser-Agent: retryd\r\n",
+	}
+	if len(srv.requests) != len(want) {
+		t.Fatalf("server saw %d requests, want %d", len(srv.requests), len(want))
+	}
+	for i := range want {
+		if srv.requests[i] != want[i] {
+			t.Errorf("request %d:\n%s\nwant:\n%s", i, srv.requests[i], want[i])
+		}
+	}
+}
+
+func TestSendRefusesWhatCannotBeWritten(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t)
+	d := newDispatcher(t, dispatch.Config{})
+	for name, r := range map[string]dispatch.Request{
+		"header value with CRLF": {Method: "GET", URL: srv.url(), Headers: map[string]string{"X": "a\r\nInjected: yes"}},
+		"header name with space": {Method: "GET", URL: srv.url(), Headers: map[string]string{"X Y": "a"}},
+		"method with space":      {Method: "GET /evil HTTP/1.1\r\n", URL: srv.url()},
+		"host with space":        {Method: "GET", URL: srv.url(), Headers: map[string]string{"Host": "a b"}},
+		"key with LF":            {Method: "GET", URL: srv.url(), IdempotencyKey: "k\nX: y"},
+	} {
+		res := d.Send(context.Background(), r)
+		if !errors.Is(res.Err, dispatch.ErrBadRequest) {
+			t.Errorf("%s: err = %v, want ErrBadRequest", name, res.Err)
+		}
+		if got := res.Outcome(&retry.Policy{}); got != dispatch.Fail {
+			t.Errorf("%s: Outcome = %v, want fail", name, got)
+		}
+	}
+	if reqs, conns := srv.counts(); conns != 0 {
+		t.Fatalf("the server saw %d connections (%d requests), want none", conns, reqs)
+	}
+}
+
+func TestSendCancelled(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t) // reads the request and never answers
+	d := newDispatcher(t, dispatch.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	res := d.Send(ctx, dispatch.Request{Method: "GET", URL: srv.url()})
+	if !errors.Is(res.Err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", res.Err)
+	}
+}

@@ -1,0 +1,79 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/retrykit/retry/retryhttp"
+)
+
+// ErrBadRequest is returned (wrapped) for a request that cannot be written
+// as HTTP: a method that is not a token, a header name or value that is
+// not valid, a Host with spaces. Such an attempt is not retried.
+var ErrBadRequest = errors.New("bad request")
+
+// defaultUserAgent is sent when a task sets no User-Agent.
+const defaultUserAgent = "retryd"
+
+// checkRequest vets what r would put on the wire, so that neither client
+// can be made to write a header or a request line it did not mean to.
+func checkRequest(u *url.URL, r *Request) error {
+	if !httpguts.ValidHeaderFieldName(r.Method) {
+		return fmt.Errorf("%w: method %q", ErrBadRequest, r.Method)
+	}
+	host := u.Host
+	if h, ok := hostOverride(r.Headers); ok {
+		host = h
+	}
+	if !httpguts.ValidHostHeader(host) || strings.ContainsAny(host, " \t") {
+		return fmt.Errorf("%w: host %q", ErrBadRequest, host)
+	}
+	for k, v := range r.Headers {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("%w: header name %q", ErrBadRequest, k)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return fmt.Errorf("%w: the value of header %s", ErrBadRequest, k)
+		}
+	}
+	if !httpguts.ValidHeaderFieldValue(r.IdempotencyKey) {
+		return fmt.Errorf("%w: idempotency key %q", ErrBadRequest, r.IdempotencyKey)
+	}
+	return nil
+}
+
+// hostOverride returns the value of a Host header among h, which names the
+// target's virtual host instead of the URL's.
+func hostOverride(h map[string]string) (string, bool) {
+	for k, v := range h {
+		if strings.EqualFold(k, "Host") {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// managed reports whether the canonical header k is the client's to set:
+// framing and connection headers, which a task setting them would
+// contradict, and Host, which hostOverride reads.
+func managed(k string) bool {
+	switch k {
+	case "Host", "Content-Length", "Transfer-Encoding", "Trailer", "Te", "Connection", "Keep-Alive",
+		"Proxy-Connection", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// parseRetryAfter reads a Retry-After value, an empty one being absent.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	return retryhttp.ParseRetryAfter(v, now)
+}
