@@ -26,9 +26,12 @@ import (
 	"github.com/retrykit/retry/service/store"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of Config. Workers are goroutines that
+// mostly wait on their targets, so there are many: on two cores, 512 of
+// them keep the store's group commits full (retryd bench: 19.2k attempts/s
+// against 16.8k with 256).
 const (
-	DefaultWorkers       = 256
+	DefaultWorkers       = 512
 	DefaultLease         = time.Minute
 	DefaultClaimBatch    = 256
 	DefaultClaimAhead    = 50 * time.Millisecond

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -40,6 +38,7 @@ type benchConfig struct {
 	skipLag  bool
 	cpuProf  string
 	memProf  string
+	target   string
 }
 
 // Bench measures retryd's scheduler, dispatcher and store together, in
@@ -54,7 +53,8 @@ type benchConfig struct {
 //     attempt's start minus its due time).
 //
 // The store is the embedded SQLite one, in a new file, with its normal
-// durability (WAL, synchronous=FULL, group commit).
+// durability (WAL, synchronous=FULL, group commit). The target is lean by
+// default (see targetLean); --target net/http makes it Go's server.
 func Bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c benchConfig
 	fs := flag.NewFlagSet("retryd bench", flag.ContinueOnError)
@@ -68,6 +68,7 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "lag run: how long tasks keep coming")
 	fs.BoolVar(&c.skipTput, "skip-throughput", false, "skip the throughput run")
 	fs.BoolVar(&c.skipLag, "skip-lag", false, "skip the lag run")
+	fs.StringVar(&c.target, "target", targetLean, "the loopback target: "+targetLean+" (a minimal HTTP/1.1 responder, so that the figures are retryd's) or "+targetNetHTTP+" (Go's server)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write a CPU profile of the runs to this `file`")
 	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the runs to this `file`")
 	if err := fs.Parse(args); err != nil {
@@ -90,7 +91,7 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.tasks < 1 || c.attempts < 1 || c.rate < 1 || c.duration <= 0 {
 		return usageError{fmt.Errorf("--tasks, --attempts, --rate and --duration must be positive")}
 	}
-	tg, err := startTarget(c.attempts)
+	tg, err := startTarget(c.target, c.attempts)
 	if err != nil {
 		return err
 	}
@@ -102,8 +103,8 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		defer os.RemoveAll(dir)
 	}
-	fmt.Fprintf(stdout, "retryd bench: store sqlite (WAL, synchronous=FULL, group commit) in %s; target http://%s; workers %d\n",
-		dir, tg.addr, c.workers)
+	fmt.Fprintf(stdout, "retryd bench: store sqlite (WAL, synchronous=FULL, group commit) in %s; target http://%s (%s); workers %d\n",
+		dir, tg.addr, c.target, c.workers)
 	if !c.skipTput {
 		if err := benchThroughput(ctx, c, tg, filepath.Join(dir, "throughput.db"), stdout); err != nil {
 			return err
@@ -231,39 +232,6 @@ func (b *benchRecorder) waitTerminal(ctx context.Context, n int64) error {
 	}
 	return nil
 }
-
-// target is the loopback HTTP server the benchmark calls. It answers 503
-// until a task's (Idempotency-Key's) failUntil-th attempt, then 200.
-type target struct {
-	srv  *http.Server
-	addr string
-	seen sync.Map // Idempotency-Key → *atomic.Int32
-	fail atomic.Int32
-}
-
-func startTarget(failUntil int) (*target, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	tg := &target{addr: ln.Addr().String()}
-	tg.fail.Store(int32(failUntil))
-	tg.srv = &http.Server{Handler: tg, ReadHeaderTimeout: 5 * time.Second}
-	go tg.srv.Serve(ln)
-	return tg, nil
-}
-
-func (tg *target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	v, _ := tg.seen.LoadOrStore(r.Header.Get("Idempotency-Key"), new(atomic.Int32))
-	if n := v.(*atomic.Int32).Add(1); n < tg.fail.Load() {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-}
-
-func (tg *target) Close() { tg.srv.Close() }
 
 // benchPolicy retries at once, up to attempts calls.
 func benchPolicy(attempts int) retry.Policy {

@@ -44,6 +44,9 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		Guard:          dispatch.Guard{AllowPrivate: c.AllowPrivate, Allow: c.AllowTargets},
 		ConnectTimeout: c.ConnectTimeout,
 		Timeout:        c.AttemptTimeout,
+		// A single busy target may have every worker's attempt at once:
+		// it keeps as many connections.
+		MaxIdlePerHost: c.Workers,
 	})
 	defer disp.Close()
 	m := metrics.New(st, log)
