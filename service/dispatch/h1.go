@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -105,15 +106,16 @@ func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, r
 	}()
 
 	writeRequest(c.bw, u, r)
-	if err := c.bw.Flush(); err != nil {
-		return staleIf(reused, err)
-	}
+	written := c.bw.Flush()
 	if _, err := c.br.Peek(1); err != nil {
-		return staleIf(reused, err)
+		return staleIf(reused, cmp.Or(written, err))
 	}
+	// A target may answer before it has read the whole request (a 413 for
+	// a body too large, say) and stop reading: what it said is the
+	// attempt's result, even though the rest of the request was refused.
 	hd, err := readHead(c.br, r.Method)
 	if err != nil {
-		return err
+		return cmp.Or(written, err)
 	}
 	res.Status = hd.status
 	res.RetryAfter, res.HasRetryAfter = parseRetryAfter(hd.retryAfter, res.Start)
@@ -123,7 +125,7 @@ func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, r
 	res.Body = readBody(hd.body)
 	// Reused only if the body was read to its end and nothing follows it:
 	// anything else would be read as the next request's response.
-	keep = hd.keepAlive && hd.body.done && c.br.Buffered() == 0
+	keep = written == nil && hd.keepAlive && hd.body.done && c.br.Buffered() == 0
 	return nil
 }
 

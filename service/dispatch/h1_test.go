@@ -317,3 +317,39 @@ func TestSendCancelled(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", res.Err)
 	}
 }
+
+func TestH1KeepsAnEarlyAnswer(t *testing.T) {
+	t.Parallel()
+	// The target reads the head only, answers 413 and hangs up on a body
+	// larger than the socket buffers can hold.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 8\r\n\r\ntoo big!")
+		time.Sleep(100 * time.Millisecond) // let the answer leave before the reset
+	}()
+	d := newDispatcher(t, dispatch.Config{})
+	res := d.Send(context.Background(), dispatch.Request{Method: "POST", URL: "http://" + ln.Addr().String(),
+		Body: make([]byte, 16<<20)})
+	if res.Status != 413 || res.Body != "too big!" {
+		t.Fatalf("Send = %d %q, %v; want the target's 413", res.Status, res.Body, res.Err)
+	}
+	if got := res.Outcome(&retry.Policy{}); got != dispatch.Fail {
+		t.Fatalf("Outcome = %v, want fail", got)
+	}
+}
