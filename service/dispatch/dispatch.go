@@ -119,7 +119,8 @@ const idleTimeout = 90 * time.Second
 // Timeout returns the bound on one attempt; a lease must outlast it.
 func (d *Dispatcher) Timeout() time.Duration { return d.cfg.Timeout }
 
-// Close drops idle connections. Sends in progress are not interrupted.
+// Close drops idle connections. Sends in progress are not interrupted; the
+// connections of those to http:// targets are closed when they end.
 func (d *Dispatcher) Close() {
 	d.h1.pool.close()
 	d.tr.CloseIdleConnections()

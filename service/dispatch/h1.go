@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,7 @@ type h1 struct {
 // h1Conn is one connection and its buffers.
 type h1Conn struct {
 	c      net.Conn
+	raw    syscall.RawConn // for peek; nil when the connection has none
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	addr   string    // what it was dialled as: its pool key
@@ -47,6 +49,10 @@ var errStale = errors.New("idle connection closed by the target")
 // aLongTimeAgo is a deadline that interrupts a blocked read or write.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// earlyAnswerPoll is how long a write of a body may block before the
+// writer looks for an answer the target sent without reading it all.
+const earlyAnswerPoll = 50 * time.Millisecond
+
 // send makes the attempt r to u, an http URL, filling in res. readBody
 // consumes the response body.
 func (h *h1) send(ctx context.Context, u *url.URL, r *Request, res *Result, readBody func(io.Reader) string) error {
@@ -54,37 +60,63 @@ func (h *h1) send(ctx context.Context, u *url.URL, r *Request, res *Result, read
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	for {
-		c, reused, err := h.conn(ctx, addr)
-		if err != nil {
-			return err
-		}
-		err = h.roundTrip(ctx, c, u, r, res, readBody, reused)
-		// A connection found closed before it carried the request is
-		// replaced once: the next one is new, so it cannot be stale. The
-		// target may have received the request (that cannot be told
-		// apart); the Idempotency-Key makes the second copy harmless,
-		// which is also why net/http resends such requests.
-		if errors.Is(err, errStale) {
-			continue
-		}
+	c, reused, err := h.conn(ctx, addr, true)
+	if err != nil {
 		return err
 	}
+	err = h.roundTrip(ctx, c, u, r, res, readBody, reused && replayable(r))
+	if !errors.Is(err, errStale) {
+		return err
+	}
+	// The pooled connection was closed before it carried the request: it
+	// is sent again once, on a new connection. The target may have
+	// received the first copy (that cannot be told apart), which is why
+	// only a request that says it is safe to repeat is resent; net/http
+	// follows the same rule.
+	if c, _, err = h.conn(ctx, addr, false); err != nil {
+		return err
+	}
+	return h.roundTrip(ctx, c, u, r, res, readBody, false)
 }
 
-// conn returns an idle connection to addr, or a new one.
-func (h *h1) conn(ctx context.Context, addr string) (c *h1Conn, reused bool, err error) {
-	if c := h.pool.get(addr); c != nil {
-		return c, true, nil
+// replayable reports whether r may be sent twice: it carries an
+// idempotency key, or its method is idempotent by definition.
+func replayable(r *Request) bool {
+	switch r.Method {
+	case "GET", "HEAD", "OPTIONS", "TRACE":
+		return true
+	}
+	if r.IdempotencyKey != "" {
+		return true
+	}
+	for k := range r.Headers {
+		if strings.EqualFold(k, "Idempotency-Key") || strings.EqualFold(k, "X-Idempotency-Key") {
+			return true
+		}
+	}
+	return false
+}
+
+// conn returns an idle connection to addr (if pooled allows one), or a new
+// one.
+func (h *h1) conn(ctx context.Context, addr string, pooled bool) (c *h1Conn, reused bool, err error) {
+	if pooled {
+		if c := h.pool.get(addr); c != nil {
+			return c, true, nil
+		}
 	}
 	nc, err := h.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, false, err
 	}
-	return &h1Conn{c: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), addr: addr}, false, nil
+	c = &h1Conn{c: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(nc, 4<<10), addr: addr}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	return c, false, nil
 }
 
-func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, res *Result, readBody func(io.Reader) string, reused bool) (err error) {
+func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, res *Result, readBody func(io.Reader) string, stale bool) (err error) {
 	// The context bounds every read and write: its deadline directly, its
 	// cancellation by moving the deadline into the past.
 	deadline, _ := ctx.Deadline()
@@ -105,10 +137,9 @@ func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, r
 		}
 	}()
 
-	writeRequest(c.bw, u, r)
-	written := c.bw.Flush()
+	complete, written := c.write(ctx, u, r)
 	if _, err := c.br.Peek(1); err != nil {
-		return staleIf(reused, cmp.Or(written, err))
+		return staleIf(stale, cmp.Or(written, err))
 	}
 	// A target may answer before it has read the whole request (a 413 for
 	// a body too large, say) and stop reading: what it said is the
@@ -123,16 +154,58 @@ func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, r
 		res.Location = hd.location
 	}
 	res.Body = readBody(hd.body)
-	// Reused only if the body was read to its end and nothing follows it:
-	// anything else would be read as the next request's response.
-	keep = written == nil && hd.keepAlive && hd.body.done && c.br.Buffered() == 0
+	// Reused only if the request went out whole, the body was read to its
+	// end and nothing follows it: anything else would be read as the next
+	// request's response.
+	keep = complete && hd.keepAlive && hd.body.done && c.br.Buffered() == 0
 	return nil
 }
 
-// staleIf marks err as errStale when it is how a reused connection that
-// the target closed fails.
-func staleIf(reused bool, err error) error {
-	if reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+// write sends r. complete is false when the request did not go out whole:
+// err says why, unless the target answered early (see earlyAnswerPoll).
+func (c *h1Conn) write(ctx context.Context, u *url.URL, r *Request) (complete bool, err error) {
+	writeHead(c.bw, u, r)
+	if len(r.Body) <= c.bw.Available() {
+		c.bw.Write(r.Body)
+		err := c.bw.Flush()
+		return err == nil, err
+	}
+	if err := c.bw.Flush(); err != nil {
+		return false, err
+	}
+	deadline, _ := ctx.Deadline()
+	for body := r.Body; len(body) > 0; {
+		// Short write deadlines, so that a target that answers and stops
+		// reading is heard.
+		_ = c.c.SetWriteDeadline(earliest(deadline, time.Now().Add(earlyAnswerPoll)))
+		n, err := c.c.Write(body)
+		body = body[n:]
+		switch {
+		case err == nil:
+		case !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil || !time.Now().Before(deadline):
+			return false, err
+		case peek(c) == peekData:
+			return false, nil
+		}
+	}
+	_ = c.c.SetWriteDeadline(deadline)
+	if ctx.Err() != nil { // the cancellation's deadline may have been overwritten
+		return false, ctx.Err()
+	}
+	return true, nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// staleIf marks err as errStale, if stale allows, when it is how a reused
+// connection that the target closed fails.
+func staleIf(stale bool, err error) error {
+	if stale && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
 		return errStale
 	}
 	return err
@@ -147,9 +220,9 @@ func contextErr(ctx context.Context) error {
 	return context.DeadlineExceeded
 }
 
-// writeRequest writes the request line, the headers and the body of r to
-// bw; checkRequest has vetted them.
-func writeRequest(bw *bufio.Writer, u *url.URL, r *Request) {
+// writeHead writes the request line and the headers of r to bw;
+// checkRequest has vetted them.
+func writeHead(bw *bufio.Writer, u *url.URL, r *Request) {
 	host := u.Host
 	if h, ok := hostOverride(r.Headers); ok {
 		host = h
@@ -185,7 +258,6 @@ func writeRequest(bw *bufio.Writer, u *url.URL, r *Request) {
 		bw.WriteString("\r\n")
 	}
 	bw.WriteString("\r\n")
-	bw.Write(r.Body)
 }
 
 func header(bw *bufio.Writer, k, v string) {

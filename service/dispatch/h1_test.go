@@ -141,6 +141,7 @@ func TestH1Framing(t *testing.T) {
 		{"HTTP/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", "GET", 200, "ok", true},
 		{"bare LF line ends", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok", "GET", 200, "ok", true},
 		{"folded header", "HTTP/1.1 200 OK\r\nX-Long: a\r\n b\r\nContent-Length: 2\r\n\r\nok", "GET", 200, "ok", true},
+		{"folded Connection", "HTTP/1.1 200 OK\r\nConnection: x-y,\r\n close\r\nContent-Length: 2\r\n\r\nok", "GET", 200, "ok", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,6 +293,7 @@ func TestSendRefusesWhatCannotBeWritten(t *testing.T) {
 		"method with space":      {Method: "GET /evil HTTP/1.1\r\n", URL: srv.url()},
 		"host with space":        {Method: "GET", URL: srv.url(), Headers: map[string]string{"Host": "a b"}},
 		"key with LF":            {Method: "GET", URL: srv.url(), IdempotencyKey: "k\nX: y"},
+		"header given twice":     {Method: "GET", URL: srv.url(), Headers: map[string]string{"x-a": "1", "X-A": "2"}},
 	} {
 		res := d.Send(context.Background(), r)
 		if !errors.Is(res.Err, dispatch.ErrBadRequest) {

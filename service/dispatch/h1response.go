@@ -77,6 +77,7 @@ func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
 	}
 	h := &head{status: int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')}
 	length, chunked, closing, keepAlive := int64(-1), false, false, false
+	var name []byte // of the last field line
 	for {
 		line, err := readLine(br, budget)
 		if err != nil {
@@ -85,16 +86,33 @@ func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
 		if len(line) == 0 {
 			break
 		}
+		var value []byte
 		if line[0] == ' ' || line[0] == '\t' {
-			// An obsolete line folding continues the previous field. No
-			// field this client reads may be folded, so it is skipped.
-			continue
+			// An obsolete line folding continues the last field: a value
+			// of its own for a list (Connection), more of the value for
+			// the others (RFC 9112 §5.2), which only the framing fields
+			// cannot take.
+			if name == nil || fold(name, "Content-Length") || fold(name, "Transfer-Encoding") {
+				return nil, fmt.Errorf("%w: folded line %q", errMalformed, clip(line))
+			}
+			value = bytes.Trim(line, " \t")
+			switch {
+			case fold(name, "Retry-After"):
+				h.retryAfter += " " + string(value)
+				continue
+			case fold(name, "Location"):
+				h.location += " " + string(value)
+				continue
+			}
+		} else {
+			var ok bool
+			name, value, ok = bytes.Cut(line, []byte(":"))
+			if !ok || len(name) == 0 || !token(name) {
+				return nil, fmt.Errorf("%w: header line %q", errMalformed, clip(line))
+			}
+			name = bytes.Clone(name) // line is only good until the next read
+			value = bytes.Trim(value, " \t")
 		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok || len(name) == 0 || !token(name) {
-			return nil, fmt.Errorf("%w: header line %q", errMalformed, clip(line))
-		}
-		value = bytes.Trim(value, " \t")
 		switch {
 		case fold(name, "Content-Length"):
 			n, err := strconv.ParseInt(string(value), 10, 64)

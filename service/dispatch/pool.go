@@ -16,10 +16,31 @@ type pool struct {
 	idle   map[string][]*h1Conn // most recently used last
 	n      int
 	reaper *time.Timer // runs while any connection is idle
+	closed bool        // by close: connections are no longer kept
 }
 
-// get takes the most recently used idle connection to addr, or returns nil.
+// get takes the most recently used idle connection to addr that is still
+// fit to carry a request, or returns nil. A connection is unfit when it
+// has been idle too long, or when the target sent something while it was
+// idle: it closed it, or it answered nothing that was asked (a 408 before
+// hanging up, bytes past the end of the last response), which the next
+// request would take for its answer.
 func (p *pool) get(addr string) *h1Conn {
+	for {
+		c := p.take(addr)
+		if c == nil {
+			return nil
+		}
+		if time.Since(c.idleAt) < p.idleTimeout && peek(c) == peekNothing {
+			return c
+		}
+		c.c.Close()
+	}
+}
+
+// take removes the most recently used idle connection to addr from the
+// pool.
+func (p *pool) take(addr string) *h1Conn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.idle[addr]
@@ -38,10 +59,10 @@ func (p *pool) get(addr string) *h1Conn {
 }
 
 // put keeps c for the next request to its address, or closes it when the
-// pool is full.
+// pool is full or closed.
 func (p *pool) put(c *h1Conn) {
 	p.mu.Lock()
-	if p.n >= p.total || len(p.idle[c.addr]) >= p.perHost {
+	if p.closed || p.n >= p.total || len(p.idle[c.addr]) >= p.perHost {
 		p.mu.Unlock()
 		c.c.Close()
 		return
@@ -88,9 +109,10 @@ func (p *pool) reap() {
 	}
 }
 
-// close closes the idle connections.
+// close closes the idle connections, and those put back later.
 func (p *pool) close() {
 	p.mu.Lock()
+	p.closed = true
 	idle := p.idle
 	p.idle, p.n = nil, 0
 	if p.reaper != nil {

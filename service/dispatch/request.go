@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
@@ -39,6 +40,17 @@ func checkRequest(u *url.URL, r *Request) error {
 		}
 		if !httpguts.ValidHeaderFieldValue(v) {
 			return fmt.Errorf("%w: the value of header %s", ErrBadRequest, k)
+		}
+	}
+	if len(r.Headers) > 1 {
+		// Two names for one header would be sent twice by one client and
+		// once by the other, and which Host is meant would be a toss-up.
+		seen := make(map[string]bool, len(r.Headers))
+		for k := range r.Headers {
+			if k = textproto.CanonicalMIMEHeaderKey(k); seen[k] {
+				return fmt.Errorf("%w: header %s given twice (names are case-insensitive)", ErrBadRequest, k)
+			}
+			seen[k] = true
 		}
 	}
 	if !httpguts.ValidHeaderFieldValue(r.IdempotencyKey) {
