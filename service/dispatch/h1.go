@@ -128,6 +128,9 @@ func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, r
 	keep := false
 	defer func() {
 		if stop() && keep {
+			// Idle, it waits for no one: its next request sets its own
+			// deadline, and peek must not find this one passed.
+			_ = c.c.SetDeadline(time.Time{})
 			h.pool.put(c)
 			return
 		}

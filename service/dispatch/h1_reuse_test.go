@@ -234,3 +234,20 @@ func TestH1FoldedContentLengthIsMalformed(t *testing.T) {
 		t.Fatalf("Send = %d %q; want an error, as net/http gives, for a folded Content-Length", res.Status, res.Body)
 	}
 }
+
+// A connection idle for longer than an attempt may last is still reused:
+// the last attempt's deadline must not count against it.
+func TestH1ReusesAConnectionIdlePastTheAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	d := newDispatcher(t, dispatch.Config{Timeout: 100 * time.Millisecond})
+	for range 2 {
+		if res := get(d, srv.url()); res.Status != 200 {
+			t.Fatalf("Send = %d, %v", res.Status, res.Err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, conns := srv.counts(); conns != 1 {
+		t.Fatalf("%d connections for two requests, want 1", conns)
+	}
+}
