@@ -54,7 +54,10 @@ func startTarget(kind string, fail int) (*target, error) {
 // answer counts an attempt of the task with idempotency key key and
 // returns the status to answer it with.
 func (tg *target) answer(key string) int {
-	v, _ := tg.seen.LoadOrStore(key, new(atomic.Int32))
+	v, ok := tg.seen.Load(key)
+	if !ok {
+		v, _ = tg.seen.LoadOrStore(key, new(atomic.Int32))
+	}
 	if n := v.(*atomic.Int32).Add(1); n < tg.fail.Load() {
 		return http.StatusServiceUnavailable
 	}
