@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/scheduler"
 	"github.com/retrykit/retry/service/store"
 )
@@ -59,4 +60,40 @@ func BenchmarkAttempts(b *testing.B) {
 	b.StopTimer()
 	stop()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "attempts/s")
+}
+
+// BenchmarkResync measures how long rebuilding the heap from the store
+// takes per live task, for a backlog of 20,000 PENDING tasks in a SQLite
+// store (the work of a scheduler's start and of each periodic resync).
+func BenchmarkResync(b *testing.B) {
+	const n = 20000
+	st := openStore(b, "")
+	putPolicy(b, st, "p", fast(1))
+	ctx := context.Background()
+	due := time.Now().Add(time.Hour)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= n; i = next.Add(1) {
+				if _, _, err := st.TaskCreate(ctx, &store.Task{Tenant: tenant, TargetURL: "http://127.0.0.1:9/x",
+					Method: "POST", PolicyID: "p", RequestHash: strconv.FormatInt(i, 10), NextAttemptAt: due}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s, err := scheduler.New(scheduler.Config{Store: st, Dispatcher: dispatch.New(dispatch.Config{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Resync(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/task")
 }

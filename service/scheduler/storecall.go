@@ -49,33 +49,18 @@ func (s *Scheduler) storeCall(ctx context.Context, name string, call func(contex
 // heap, as the store has it. At start it builds the heap; later it repairs
 // whatever the heap missed (another node's writes, a lost Wake).
 func (s *Scheduler) resync(ctx context.Context) error {
-	page := store.Page{Limit: store.MaxPageLimit}
-	filter := store.TaskFilter{Statuses: []store.Status{store.Pending, store.InFlight}}
-	for {
-		var items []*store.Task
-		var next string
-		err := s.storeCall(ctx, "TaskList", func(ctx context.Context) (err error) {
-			items, next, err = s.st.TaskList(ctx, filter, page)
-			return err
+	err := s.storeCall(ctx, "TaskDue", func(ctx context.Context) error {
+		return s.st.TaskDue(ctx, func(id string, at time.Time) {
+			s.mu.Lock()
+			s.heap.set(id, at)
+			s.mu.Unlock()
 		})
-		if err != nil {
-			return err
-		}
-		s.mu.Lock()
-		for _, t := range items {
-			due := t.NextAttemptAt
-			if t.Status == store.InFlight {
-				due = t.LeaseUntil
-			}
-			s.heap.set(t.ID, due)
-		}
-		s.mu.Unlock()
-		if next == "" {
-			signal(s.wakeC)
-			return nil
-		}
-		page.Token = next
+	})
+	if err != nil {
+		return err
 	}
+	signal(s.wakeC)
+	return nil
 }
 
 func (s *Scheduler) resyncLoop(ctx context.Context) {

@@ -38,6 +38,7 @@ const (
 	DefaultPageLimit = 100
 	MaxPageLimit     = 1000
 	MaxClaimLimit    = 1000
+	DueBatch         = 1000 // how many tasks TaskDue reads at a time
 )
 
 // LeaseExpiredMessage is the ErrorMessage of the attempt a Store logs when
@@ -241,6 +242,16 @@ type Store interface {
 	// due first, an expired lease being due at its LeaseUntil. No task is
 	// claimed by two concurrent calls.
 	TaskClaim(ctx context.Context, p ClaimParams) ([]*Task, error)
+	// TaskDue calls each with every live task (PENDING or IN_FLIGHT), of
+	// every tenant, that this store claims from, and when a scheduler must
+	// next look at it: its NextAttemptAt when PENDING, its LeaseUntil when
+	// IN_FLIGHT. It reads no request and no other field, DueBatch tasks at
+	// a time, so that a scheduler rebuilds its heap from it far more
+	// cheaply than from TaskList. A task that changes during the walk may
+	// be reported as it was or as it became, and one created during it may
+	// be missed: whoever changes a task tells the scheduler. each must not
+	// call the store.
+	TaskDue(ctx context.Context, each func(id string, at time.Time)) error
 	// TaskFinish records the outcomes of claimed attempts in one durable
 	// step. errs[i] is ErrLeaseLost when fs[i]'s version is stale or the
 	// task is not IN_FLIGHT, ErrNotFound when there is no such task, and

@@ -108,6 +108,15 @@ func TestClaimPartitions(t *testing.T) {
 	if got := sub.ClaimPartitions(); !slices.Equal(got, []int{1, 3}) {
 		t.Fatalf("ClaimPartitions() = %v, want [1 3]", got)
 	}
+	// What a scheduler rebuilds its heap from is what it may claim.
+	var due []string
+	if err := sub.TaskDue(ctx, func(id string, _ time.Time) { due = append(due, id) }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(due)
+	if want := ids(mine); !slices.Equal(due, slices.Sorted(slices.Values(want))) {
+		t.Errorf("TaskDue of partitions 1 and 3 = %v, want %v", due, want)
+	}
 
 	got, err := sub.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: time.Minute, Limit: 100,
 		IDs: []string{theirs[0].ID, theirs[4].ID, mine[0].ID}})

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimExpiredLease", testClaimExpiredLease},
+		{"TaskDue", testTaskDue},
 		{"Finish", testFinish},
 		{"FinishFencing", testFinishFencing},
 		{"FinishConcurrent", testFinishConcurrent},

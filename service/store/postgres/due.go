@@ -1,0 +1,48 @@
+package postgres
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// dueSQL reads a batch of live tasks below a seq, newest first, through
+// retry_tasks_state: wake_at is already the time the scheduler wants,
+// NextAttemptAt or LeaseUntil.
+const dueSQL = `SELECT t.seq, t.id, r.wake_at FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
+	WHERE t.state = 'LIVE' AND t.seq < $1 ORDER BY t.seq DESC LIMIT $2`
+
+// TaskDue reports every live task and when it is next due; see store.Store.
+func (s *Store) TaskDue(ctx context.Context, each func(id string, at time.Time)) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	for below := int64(math.MaxInt64); ; {
+		rows, err := s.pool.Query(ctx, dueSQL, below, store.DueBatch)
+		if err != nil {
+			return s.fail("due tasks", err)
+		}
+		n := 0
+		for rows.Next() {
+			var id string
+			var wake pgtype.Timestamptz
+			if err := rows.Scan(&below, &id, &wake); err != nil {
+				rows.Close()
+				return s.fail("due tasks", err)
+			}
+			each(id, fromTS(wake))
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.fail("due tasks", err)
+		}
+		if n < store.DueBatch {
+			return nil
+		}
+	}
+}
