@@ -116,6 +116,9 @@ func (h *h1) conn(ctx context.Context, addr string, pooled bool) (c *h1Conn, reu
 	return c, false, nil
 }
 
+// roundTrip sends r on c and reads the answer into res, then pools c or
+// closes it. stale allows a failure before any answer to be reported as
+// errStale: c was pooled, and r may be sent again.
 func (h *h1) roundTrip(ctx context.Context, c *h1Conn, u *url.URL, r *Request, res *Result, readBody func(io.Reader) string, stale bool) (err error) {
 	// The context bounds every read and write: its deadline directly, its
 	// cancellation by moving the deadline into the past.
