@@ -5,6 +5,8 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Limits on what a task may carry. They keep one task's row, and the request
@@ -80,7 +82,7 @@ func checkTargetURL(u string) string {
 
 // checkMethod returns the method in upper case, or why it is not allowed.
 func checkMethod(m string) (string, string) {
-	if !isToken(m) {
+	if !httpguts.ValidHeaderFieldName(m) {
 		return "", "is not an HTTP method token"
 	}
 	switch up := strings.ToUpper(m); up {
@@ -97,7 +99,7 @@ func checkHeaders(h map[string]string) (map[string]string, string) {
 	}
 	out := make(map[string]string, len(h))
 	for name, value := range h {
-		if len(name) > MaxHeaderNameLength || !isToken(name) {
+		if len(name) > MaxHeaderNameLength || !httpguts.ValidHeaderFieldName(name) {
 			return nil, fmt.Sprintf("%q is not a valid header name", name)
 		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
@@ -110,7 +112,7 @@ func checkHeaders(h map[string]string) (map[string]string, string) {
 		if len(value) > MaxHeaderValueLength {
 			return nil, fmt.Sprintf("the value of %s is over %d bytes", canon, MaxHeaderValueLength)
 		}
-		if !isFieldValue(value) {
+		if !httpguts.ValidHeaderFieldValue(value) {
 			return nil, fmt.Sprintf("the value of %s has a control character (CR, LF, NUL, …)", canon)
 		}
 		out[canon] = value
@@ -130,30 +132,4 @@ func checkKey(k string) string {
 		}
 	}
 	return ""
-}
-
-// isToken reports whether s is an RFC 9110 token: the grammar of methods
-// and header names.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// isFieldValue reports whether s may be a header value: no control
-// characters but horizontal tab.
-func isFieldValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
