@@ -188,7 +188,7 @@ func (c *h1Conn) write(ctx context.Context, u *url.URL, r *Request) (complete bo
 		body = body[n:]
 		switch {
 		case err == nil:
-		case !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil || !time.Now().Before(deadline):
+		case !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)):
 			return false, err
 		case peek(c) == peekData:
 			return false, nil
