@@ -5,8 +5,8 @@
 // happened as a Result; Result.Outcome applies a retry policy to it.
 //
 // http:// targets are called by a lean HTTP/1.1 client of this package's
-// own (see h1.go for why), https:// targets through net/http, which brings
-// TLS and HTTP/2. Both send the same request (a test holds them to it):
+// own (see h1.go for why; on Unix but AIX), https:// targets through
+// net/http, which brings TLS and HTTP/2. Both send the same request (a test holds them to it):
 // the task's headers but the framing and connection ones, which the client
 // sets, a User-Agent of "retryd" unless the task sets one, and a
 // Content-Length when there is a body or the method is POST, PUT or PATCH.
@@ -176,7 +176,7 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	defer cancel()
 	// An internationalized host name is left to net/http, which knows to
 	// send it in Punycode.
-	if u.Scheme == "http" && ascii(u.Host) {
+	if leanHTTP && u.Scheme == "http" && ascii(u.Host) {
 		return d.h1.send(ctx, u, &r, res, d.readBody)
 	}
 	return d.sendStd(ctx, u, &r, res)
@@ -221,6 +221,9 @@ func (d *Dispatcher) sendStd(ctx context.Context, u *url.URL, r *Request, res *R
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 100 { // as h1 reads it: no status at all
+		return fmt.Errorf("%w: status %d", errMalformed, resp.StatusCode)
+	}
 	res.Status = resp.StatusCode
 	res.RetryAfter, res.HasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {

@@ -191,7 +191,10 @@ func (c *h1Conn) write(ctx context.Context, u *url.URL, r *Request) (complete bo
 		case !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline)):
 			return false, err
 		case peek(c) == peekData:
-			return false, nil
+			final, err := c.interimOnly(deadline, r.Method)
+			if err != nil || final {
+				return false, err
+			}
 		}
 	}
 	_ = c.c.SetWriteDeadline(deadline)
@@ -199,6 +202,35 @@ func (c *h1Conn) write(ctx context.Context, u *url.URL, r *Request) (complete bo
 		return false, ctx.Err()
 	}
 	return true, nil
+}
+
+// interimOnly reads the informational responses (103 Early Hints, 100
+// Continue) that have come while the body was being written, and reports
+// whether a final answer is waiting after them: only that one stops the
+// body. A head that has not fully come yet is looked at again later.
+func (c *h1Conn) interimOnly(deadline time.Time, method string) (final bool, err error) {
+	_ = c.c.SetReadDeadline(earliest(deadline, time.Now().Add(earlyAnswerPoll)))
+	defer c.c.SetReadDeadline(deadline)
+	budget := maxHeadBytes
+	for {
+		line, err := c.br.Peek(len("HTTP/1.1 100"))
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		status, perr := strconv.Atoi(string(line[len(line)-3:]))
+		if perr != nil || !interim(status) {
+			return true, nil // readHead says what it is
+		}
+		if _, err := readOne(c.br, method, &budget); err != nil {
+			return false, err
+		}
+		if c.br.Buffered() == 0 && peek(c) != peekData {
+			return false, nil
+		}
+	}
 }
 
 func earliest(a, b time.Time) time.Time {

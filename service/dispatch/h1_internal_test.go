@@ -32,7 +32,7 @@ func FuzzReadHead(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if h.status < 200 || h.status > 999 {
+		if h.status < 100 || h.status > 999 || interim(h.status) {
 			t.Fatalf("final status %d", h.status)
 		}
 		n, err := io.Copy(io.Discard, h.body)

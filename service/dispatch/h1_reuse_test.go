@@ -20,6 +20,7 @@ import (
 // received on idle HTTP channel").
 func TestH1DropsAConnectionSpokenOnWhileIdle(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	srv := newRawServer(t,
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+pause+"HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nstale",
 		"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
@@ -39,6 +40,7 @@ func TestH1DropsAConnectionSpokenOnWhileIdle(t *testing.T) {
 // connection and gets its own answer, as with net/http.
 func TestH1ResendsAfterAnIdle408(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +90,7 @@ func TestH1ResendsAfterAnIdle408(t *testing.T) {
 // Idempotency-Key only once (net/http's rule).
 func TestH1ResendsOnceOnANewConnection(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	const pooled = 3
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -155,6 +158,7 @@ func TestH1ResendsOnceOnANewConnection(t *testing.T) {
 // timeout once the deadline has passed.
 func TestH1KeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +194,7 @@ func TestH1KeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
 // ends instead of keeping it idle.
 func TestCloseClosesTheConnectionsOfSendsInFlight(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -229,6 +234,7 @@ func TestCloseClosesTheConnectionsOfSendsInFlight(t *testing.T) {
 // "1 0", which net/http rejects (bad Content-Length), and so does h1.
 func TestH1FoldedContentLengthIsMalformed(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n 0\r\n\r\n0123456789")
 	if res := get(newDispatcher(t, dispatch.Config{}), srv.url()); res.Err == nil {
 		t.Fatalf("Send = %d %q; want an error, as net/http gives, for a folded Content-Length", res.Status, res.Body)
@@ -239,6 +245,7 @@ func TestH1FoldedContentLengthIsMalformed(t *testing.T) {
 // the last attempt's deadline must not count against it.
 func TestH1ReusesAConnectionIdlePastTheAttemptTimeout(t *testing.T) {
 	t.Parallel()
+	skipUnlessLean(t)
 	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 	d := newDispatcher(t, dispatch.Config{Timeout: 100 * time.Millisecond})
 	for range 2 {

@@ -38,6 +38,8 @@ type head struct {
 
 // readHead reads a response to a request with the given method from br,
 // skipping informational responses, and frames its body (RFC 9112 §6.3).
+// It parses as net/http's client does wherever the two could disagree on
+// what a response says.
 func readHead(br *bufio.Reader, method string) (*head, error) {
 	budget := maxHeadBytes
 	for range maxInterim + 1 {
@@ -45,16 +47,17 @@ func readHead(br *bufio.Reader, method string) (*head, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case h.status == 101:
-			return nil, fmt.Errorf("%w: 101 Switching Protocols to a request that asked for none", errMalformed)
-		case h.status < 200:
-			continue // 100 Continue, 102 Processing, 103 Early Hints
+		if !interim(h.status) {
+			return h, nil
 		}
-		return h, nil
 	}
 	return nil, fmt.Errorf("%w: more than %d informational responses", errMalformed, maxInterim)
 }
+
+// interim reports whether status is an informational response that a
+// final one follows: 1xx but 101 Switching Protocols, which a request that
+// asked for no upgrade takes as its (unusable) answer.
+func interim(status int) bool { return status >= 100 && status <= 199 && status != 101 }
 
 // readOne reads one response head; budget is what remains of maxHeadBytes.
 func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
@@ -63,21 +66,23 @@ func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
 		return nil, err
 	}
 	proto, rest, _ := bytes.Cut(line, []byte(" "))
-	var minor int
-	switch string(proto) {
-	case "HTTP/1.1":
-		minor = 1
-	case "HTTP/1.0":
-	default:
+	if len(proto) != 8 || string(proto[:7]) != "HTTP/1." || !digits(proto[7:]) {
 		return nil, fmt.Errorf("%w: status line %q", errMalformed, clip(line))
 	}
+	minor := int(proto[7] - '0')
 	code, _, _ := bytes.Cut(rest, []byte(" "))
-	if len(code) != 3 || code[0] < '1' || code[0] > '9' || !digits(code) {
+	if len(code) != 3 || !digits(code) || code[0] == '0' { // below 100 is no status (Result.Status 0 means none)
 		return nil, fmt.Errorf("%w: status line %q", errMalformed, clip(line))
 	}
 	h := &head{status: int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')}
-	length, chunked, closing, keepAlive := int64(-1), false, false, false
-	var name []byte // of the last field line
+	var (
+		length                      = int64(-1)
+		lengthText                  []byte // the first Content-Length, as written
+		chunked, closing, keepAlive bool
+		name                        []byte  // of the last field line
+		cont                        *string // where a folded line continues, if anywhere
+		seenRetryAfter, seenLoc     bool    // the first of each counts, as in net/http
+	)
 	for {
 		line, err := readLine(br, budget)
 		if err != nil {
@@ -95,13 +100,14 @@ func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
 			if name == nil || fold(name, "Content-Length") || fold(name, "Transfer-Encoding") {
 				return nil, fmt.Errorf("%w: folded line %q", errMalformed, clip(line))
 			}
-			value = bytes.Trim(line, " \t")
-			switch {
-			case fold(name, "Retry-After"):
-				h.retryAfter += " " + string(value)
-				continue
-			case fold(name, "Location"):
-				h.location += " " + string(value)
+			if value = bytes.Trim(line, " \t"); !fieldValue(value) {
+				return nil, fmt.Errorf("%w: folded line %q", errMalformed, clip(line))
+			}
+			if cont != nil {
+				if *cont != "" && len(value) > 0 {
+					*cont += " "
+				}
+				*cont += string(value)
 				continue
 			}
 		} else {
@@ -111,16 +117,19 @@ func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
 				return nil, fmt.Errorf("%w: header line %q", errMalformed, clip(line))
 			}
 			name = bytes.Clone(name) // line is only good until the next read
-			value = bytes.Trim(value, " \t")
+			if value = bytes.Trim(value, " \t"); !fieldValue(value) {
+				return nil, fmt.Errorf("%w: the value of %s", errMalformed, clip(name))
+			}
+			cont = nil
 		}
 		switch {
 		case fold(name, "Content-Length"):
 			n, err := strconv.ParseInt(string(value), 10, 64)
-			if err != nil || n < 0 || !digits(value) || (length >= 0 && n != length) {
+			if err != nil || n < 0 || !digits(value) || (lengthText != nil && !bytes.Equal(value, lengthText)) {
 				return nil, fmt.Errorf("%w: Content-Length %q", errMalformed, clip(value))
 			}
-			length = n
-		case fold(name, "Transfer-Encoding"):
+			length, lengthText = n, bytes.Clone(value)
+		case fold(name, "Transfer-Encoding") && minor > 0: // HTTP/1.0 has none
 			// Only chunked is defined for responses a client did not
 			// ask to compress; anything else cannot be framed.
 			if !fold(value, "chunked") || chunked {
@@ -133,21 +142,21 @@ func readOne(br *bufio.Reader, method string, budget *int) (*head, error) {
 				closing = closing || fold(opt, "close")
 				keepAlive = keepAlive || fold(opt, "keep-alive")
 			}
-		case fold(name, "Retry-After"):
-			h.retryAfter = string(value)
-		case fold(name, "Location"):
-			h.location = string(value)
+		case fold(name, "Retry-After") && !seenRetryAfter:
+			h.retryAfter, seenRetryAfter, cont = string(value), true, &h.retryAfter
+		case fold(name, "Location") && !seenLoc:
+			h.location, seenLoc, cont = string(value), true, &h.location
 		}
 	}
-	h.keepAlive = !closing && (minor == 1 || keepAlive)
-	if chunked && (length >= 0 || minor == 0) {
-		// Both framings at once, or chunks in HTTP/1.0: the chunks are
-		// read, but such a message may be smuggling another, so the
-		// connection is not trusted with the next (RFC 9112 §6.1).
+	h.keepAlive = !closing && (minor > 0 || keepAlive) && h.status != 101
+	if chunked && length >= 0 {
+		// Both framings at once: the chunks are read, but such a message
+		// may be smuggling another, so the connection is not trusted with
+		// the next (RFC 9112 §6.1).
 		h.keepAlive = false
 	}
 	switch {
-	case h.status < 200 || h.status == 204 || h.status == 304 || method == "HEAD":
+	case h.status >= 100 && h.status <= 199 || h.status == 204 || h.status == 304 || method == "HEAD":
 		h.body = &body{done: true, length: -1}
 	case chunked:
 		h.body = &body{r: httputil.NewChunkedReader(br), br: br, chunked: true, length: -1}
@@ -269,6 +278,17 @@ func fold(b []byte, s string) bool {
 			y += 'a' - 'A'
 		}
 		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldValue reports whether b may be a field value: no control
+// characters but horizontal tab (RFC 9110 §5.5), as net/http checks.
+func fieldValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
 			return false
 		}
 	}

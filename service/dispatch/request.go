@@ -60,10 +60,11 @@ func checkRequest(u *url.URL, r *Request) error {
 }
 
 // hostOverride returns the value of a Host header among h, which names the
-// target's virtual host instead of the URL's.
+// target's virtual host instead of the URL's; an empty one names none, as
+// with net/http.
 func hostOverride(h map[string]string) (string, bool) {
 	for k, v := range h {
-		if strings.EqualFold(k, "Host") {
+		if strings.EqualFold(k, "Host") && v != "" {
 			return v, true
 		}
 	}

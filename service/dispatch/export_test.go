@@ -1,0 +1,4 @@
+package dispatch
+
+// LeanHTTP tells the tests whether http:// targets go through h1.
+const LeanHTTP = leanHTTP
