@@ -8,7 +8,6 @@ import (
 	"net/netip"
 
 	"github.com/retrykit/retry"
-
 	"github.com/retrykit/retry/service/dispatch"
 )
 
