@@ -103,38 +103,7 @@ func BenchmarkClaimFinishInstances(b *testing.B) {
 // BenchmarkCreate creates tasks one call at a time and from 16 goroutines
 // at once.
 func BenchmarkCreate(b *testing.B) {
-	for _, par := range []int{1, 16} {
-		b.Run(fmt.Sprint("callers=", par), func(b *testing.B) {
-			s := open(b, newSchema(b))
-			ctx := context.Background()
-			var mu sync.Mutex
-			next := 0
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range par {
-				wg.Go(func() {
-					for {
-						mu.Lock()
-						i := next
-						next++
-						mu.Unlock()
-						if i >= b.N {
-							return
-						}
-						_, _, err := s.TaskCreate(ctx, &store.Task{Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i),
-							TargetURL: "http://127.0.0.1:9/hook", Method: "POST", Body: []byte(`{"n":1}`), PolicyID: "p"})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
-		})
-	}
+	storetest.BenchCreate(b, func(b *testing.B) store.Store { return open(b, newSchema(b)) }, 1, 16)
 }
 
 // BenchmarkListenLag measures when another store's Listen reports a task

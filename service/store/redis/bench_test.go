@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,35 +71,5 @@ func BenchmarkClaimFinish(b *testing.B) {
 // BenchmarkCreate creates tasks one call at a time and from 64 goroutines
 // at once.
 func BenchmarkCreate(b *testing.B) {
-	for _, par := range []int{1, 64} {
-		b.Run(fmt.Sprint("callers=", par), func(b *testing.B) {
-			s := benchStore(b)
-			ctx := context.Background()
-			var mu sync.Mutex
-			next := 0
-			m := storetest.StartMeter(b)
-			var wg sync.WaitGroup
-			for range par {
-				wg.Go(func() {
-					for {
-						mu.Lock()
-						i := next
-						next++
-						mu.Unlock()
-						if i >= b.N {
-							return
-						}
-						_, _, err := s.TaskCreate(ctx, &store.Task{Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i),
-							TargetURL: "http://127.0.0.1:9/hook", Method: "POST", Body: []byte(`{"n":1}`), PolicyID: "p"})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			m.Report(b, b.N)
-		})
-	}
+	storetest.BenchCreate(b, func(b *testing.B) store.Store { return benchStore(b) }, 1, 64)
 }

@@ -100,36 +100,9 @@ func BenchmarkClaimFinishWorkers(b *testing.B) {
 // BenchmarkCreate creates tasks one call at a time (serial: each waits for
 // its own commit) and from 64 goroutines at once (group commit).
 func BenchmarkCreate(b *testing.B) {
-	for _, par := range []int{1, 64} {
-		b.Run(fmt.Sprint("callers=", par), func(b *testing.B) {
-			s, _ := open(b)
-			defer s.Close()
-			ctx := context.Background()
-			var mu sync.Mutex
-			next := 0
-			m := storetest.StartMeter(b)
-			var wg sync.WaitGroup
-			for range par {
-				wg.Go(func() {
-					for {
-						mu.Lock()
-						i := next
-						next++
-						mu.Unlock()
-						if i >= b.N {
-							return
-						}
-						_, _, err := s.TaskCreate(ctx, &store.Task{Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i),
-							TargetURL: "http://127.0.0.1:9/hook", Method: "POST", Body: []byte(`{"n":1}`), PolicyID: "p"})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			m.Report(b, b.N)
-		})
-	}
+	storetest.BenchCreate(b, func(b *testing.B) store.Store {
+		s, _ := open(b)
+		b.Cleanup(func() { s.Close() })
+		return s
+	}, 1, 64)
 }

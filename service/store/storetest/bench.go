@@ -80,3 +80,40 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchCreate creates b.N tasks in a store newStore makes for each count of
+// callers: one call at a time shows a commit's cost, many at once the
+// store's group commit.
+func BenchCreate(b *testing.B, newStore func(*testing.B) store.Store, callers ...int) {
+	for _, par := range callers {
+		b.Run(fmt.Sprint("callers=", par), func(b *testing.B) {
+			s := newStore(b)
+			ctx := context.Background()
+			var mu sync.Mutex
+			next := 0
+			m := StartMeter(b)
+			var wg sync.WaitGroup
+			for range par {
+				wg.Go(func() {
+					for {
+						mu.Lock()
+						i := next
+						next++
+						mu.Unlock()
+						if i >= b.N {
+							return
+						}
+						_, _, err := s.TaskCreate(ctx, &store.Task{Tenant: "bench", IdempotencyKey: fmt.Sprint("k", i),
+							TargetURL: "http://127.0.0.1:9/hook", Method: "POST", Body: []byte(`{"n":1}`), PolicyID: "p"})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			m.Report(b, b.N)
+		})
+	}
+}
