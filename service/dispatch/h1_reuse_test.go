@@ -41,39 +41,21 @@ func TestH1DropsAConnectionSpokenOnWhileIdle(t *testing.T) {
 func TestH1ResendsAfterAnIdle408(t *testing.T) {
 	t.Parallel()
 	skipUnlessLean(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var conns atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n := conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				if n == 1 {
-					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-					time.Sleep(30 * time.Millisecond)
-					_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-					return
-				}
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
-			}()
+	url := serveTCP(t, func(c net.Conn, n int) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
 		}
-	}()
+		_, _ = io.Copy(io.Discard, req.Body)
+		if n == 1 {
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+			time.Sleep(30 * time.Millisecond)
+			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh")
+	})
 	d := newDispatcher(t, dispatch.Config{})
-	url := "http://" + ln.Addr().String()
 	if res := get(d, url); res.Status != 200 {
 		t.Fatalf("first Send = %d, %v", res.Status, res.Err)
 	}
@@ -92,56 +74,41 @@ func TestH1ResendsOnceOnANewConnection(t *testing.T) {
 	t.Parallel()
 	skipUnlessLean(t)
 	const pooled = 3
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var (
 		mu      sync.Mutex
 		first   int
 		ready   = make(chan struct{})
 		crashes atomic.Int32
 	)
-	go func() {
-		for {
-			c, err := ln.Accept()
+	url := serveTCP(t, func(c net.Conn, _ int) {
+		br := bufio.NewReader(c)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for i := 0; ; i++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					if req.Method == "POST" {
-						if i > 0 {
-							crashes.Add(1)
-							return // read it, then drop the connection: no answer
-						}
-						_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-						continue
-					}
-					mu.Lock()
-					if first++; first == pooled {
-						close(ready)
-					}
-					mu.Unlock()
-					select {
-					case <-ready:
-					case <-time.After(time.Second):
-					}
-					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+			_, _ = io.Copy(io.Discard, req.Body)
+			if req.Method == "POST" {
+				if i > 0 {
+					crashes.Add(1)
+					return // read it, then drop the connection: no answer
 				}
-			}()
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				continue
+			}
+			mu.Lock()
+			if first++; first == pooled {
+				close(ready)
+			}
+			mu.Unlock()
+			select {
+			case <-ready:
+			case <-time.After(time.Second):
+			}
+			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 		}
-	}()
+	})
 	d := newDispatcher(t, dispatch.Config{})
-	url := "http://" + ln.Addr().String()
 	var wg sync.WaitGroup
 	for range pooled {
 		wg.Go(func() { get(d, url) }) // three connections, then three idle ones
@@ -159,31 +126,15 @@ func TestH1ResendsOnceOnANewConnection(t *testing.T) {
 func TestH1KeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
 	t.Parallel()
 	skipUnlessLean(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil || line == "\r\n" {
-				break
-			}
-		}
+	url := serveTCP(t, func(c net.Conn, _ int) {
+		skipRequestHead(bufio.NewReader(c))
 		_, _ = io.WriteString(c, "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		<-done
-	}()
+	})
+	t.Cleanup(func() { close(done) })
 	d := newDispatcher(t, dispatch.Config{Timeout: 400 * time.Millisecond})
-	res := d.Send(context.Background(), dispatch.Request{Method: "POST", URL: "http://" + ln.Addr().String(),
+	res := d.Send(context.Background(), dispatch.Request{Method: "POST", URL: url,
 		Body: make([]byte, 32<<20), IdempotencyKey: "k"})
 	if res.Status != 413 {
 		t.Fatalf("Send = %d, %v after %v; want the 413 the target sent at once", res.Status, res.Err, res.Duration)
@@ -195,18 +146,8 @@ func TestH1KeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
 func TestCloseClosesTheConnectionsOfSendsInFlight(t *testing.T) {
 	t.Parallel()
 	skipUnlessLean(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	closed := make(chan struct{})
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	url := serveTCP(t, func(c net.Conn, _ int) {
 		br := bufio.NewReader(c)
 		if _, err := http.ReadRequest(br); err != nil {
 			return
@@ -215,10 +156,10 @@ func TestCloseClosesTheConnectionsOfSendsInFlight(t *testing.T) {
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 		_, _ = br.ReadByte() // EOF once the client closes its side
 		close(closed)
-	}()
+	})
 	d := dispatch.New(dispatch.Config{Guard: loopback})
 	time.AfterFunc(30*time.Millisecond, d.Close)
-	if res := get(d, "http://"+ln.Addr().String()); res.Status != 200 {
+	if res := get(d, url); res.Status != 200 {
 		t.Fatalf("Send = %d, %v", res.Status, res.Err)
 	}
 	select {

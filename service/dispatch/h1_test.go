@@ -21,7 +21,7 @@ import (
 // send what net/http's server never would. It records every request head
 // and how many connections it accepted.
 type rawServer struct {
-	ln net.Listener
+	addr string
 
 	mu       sync.Mutex
 	script   []string
@@ -39,25 +39,49 @@ const (
 func newRawServer(t *testing.T, script ...string) *rawServer {
 	t.Helper()
 	skipUnlessLean(t)
+	s := &rawServer{script: script}
+	s.addr = serveTCP(t, func(c net.Conn, n int) {
+		s.mu.Lock()
+		s.conns = max(s.conns, n)
+		s.mu.Unlock()
+		s.serve(c)
+	})
+	return s
+}
+
+// serveTCP serves each connection to a new listener on 127.0.0.1 with
+// serve, on a goroutine of its own, and closes it when serve returns; n
+// numbers the connections from 1. It returns the listener's http URL.
+func serveTCP(t *testing.T, serve func(c net.Conn, n int)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &rawServer{ln: ln, script: script}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
-		for {
+		for n := 1; ; n++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-			go s.serve(c)
+			go func() {
+				defer c.Close()
+				serve(c, n)
+			}()
 		}
 	}()
-	return s
+	return "http://" + ln.Addr().String()
+}
+
+// skipRequestHead reads a request's line and header fields from br, up to
+// their empty line.
+func skipRequestHead(br *bufio.Reader) {
+	for {
+		if line, err := br.ReadString('\n'); err != nil || line == "\r\n" {
+			return
+		}
+	}
 }
 
 // skipUnlessLean skips tests of the h1 client where http:// targets go
@@ -69,7 +93,7 @@ func skipUnlessLean(t *testing.T) {
 	}
 }
 
-func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
+func (s *rawServer) url() string { return s.addr }
 
 func (s *rawServer) serve(c net.Conn) {
 	defer c.Close()
@@ -334,29 +358,13 @@ func TestH1KeepsAnEarlyAnswer(t *testing.T) {
 	skipUnlessLean(t)
 	// The target reads the head only, answers 413 and hangs up on a body
 	// larger than the socket buffers can hold.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil || line == "\r\n" {
-				break
-			}
-		}
+	url := serveTCP(t, func(c net.Conn, _ int) {
+		skipRequestHead(bufio.NewReader(c))
 		_, _ = io.WriteString(c, "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 8\r\n\r\ntoo big!")
 		time.Sleep(100 * time.Millisecond) // let the answer leave before the reset
-	}()
+	})
 	d := newDispatcher(t, dispatch.Config{})
-	res := d.Send(context.Background(), dispatch.Request{Method: "POST", URL: "http://" + ln.Addr().String(),
+	res := d.Send(context.Background(), dispatch.Request{Method: "POST", URL: url,
 		Body: make([]byte, 16<<20)})
 	if res.Status != 413 || res.Body != "too big!" {
 		t.Fatalf("Send = %d %q, %v; want the target's 413", res.Status, res.Body, res.Err)

@@ -226,21 +226,9 @@ func TestParityHeadParsing(t *testing.T) {
 // reads nothing: the write loop's short deadlines must not outlast it.
 func TestSendCancelledDuringTheBody(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	done := make(chan struct{})
+	url := serveTCP(t, func(net.Conn, int) { <-done })
 	t.Cleanup(func() { close(done) })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		<-done
-	}()
 	d := newDispatcher(t, dispatch.Config{Timeout: 5 * time.Second})
 	for _, at := range []time.Duration{0, 10 * time.Millisecond, 75 * time.Millisecond} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -249,7 +237,7 @@ func TestSendCancelledDuringTheBody(t *testing.T) {
 		} else {
 			time.AfterFunc(at, cancel)
 		}
-		res := d.Send(ctx, dispatch.Request{Method: "POST", URL: "http://" + ln.Addr().String(), Body: make([]byte, 8<<20)})
+		res := d.Send(ctx, dispatch.Request{Method: "POST", URL: url, Body: make([]byte, 8<<20)})
 		cancel()
 		if !errors.Is(res.Err, context.Canceled) || res.Duration > at+100*time.Millisecond {
 			t.Fatalf("cancelled at %v: %d, %v after %v", at, res.Status, res.Err, res.Duration)
