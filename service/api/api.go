@@ -28,7 +28,7 @@ const DefaultTenant = "default"
 // and after a redrive, once the store has it. The scheduler's Wake has this
 // signature. Wake must not block for long; it is called on the request path.
 type Waker interface {
-	Wake(taskID string, at time.Time)
+	Wake(d store.Due)
 }
 
 // Config configures New. Store is required; the zero value of every other
@@ -134,8 +134,8 @@ func New(cfg Config) (http.Handler, error) {
 	return s, nil
 }
 
-func (s *server) wake(id string, at time.Time) {
+func (s *server) wake(t *store.Task) {
 	if s.waker != nil {
-		s.waker.Wake(id, at)
+		s.waker.Wake(t.Due())
 	}
 }

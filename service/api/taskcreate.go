@@ -121,7 +121,7 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
-		s.wake(t.ID, t.NextAttemptAt)
+		s.wake(t)
 	}
 	s.writeJSON(w, status, taskJSON(t))
 	return nil

@@ -117,7 +117,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request, tenant strin
 		return storeError(err, "task")
 	}
 	if to == store.Pending {
-		s.wake(t.ID, t.NextAttemptAt)
+		s.wake(t)
 	}
 	s.writeJSON(w, http.StatusOK, taskJSON(t))
 	return nil

@@ -28,7 +28,6 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 	}
 	start := time.Now()
 	s.rec.Lag(start.Sub(t.NextAttemptAt))
-	leaseUntil := t.LeaseUntil
 
 	p, err := s.policy(ctx, t.Tenant, t.PolicyID)
 	if err != nil {
@@ -36,11 +35,11 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 			return // shutting down: the lease expires and the task is claimed again
 		}
 		s.log.Error("scheduler: task's policy unusable; failing the task", "task", t.ID, "policy", t.PolicyID, "error", err)
-		s.queue(t, leaseUntil, notSent(t, store.Failed, "policy "+t.PolicyID+": "+err.Error(), time.Now()))
+		s.queue(t, notSent(t, store.Failed, "policy "+t.PolicyID+": "+err.Error(), time.Now()))
 		return
 	}
 	if f, stop := precheck(t, p, start); stop {
-		s.queue(t, leaseUntil, f)
+		s.queue(t, f)
 		return
 	}
 	res := s.disp.Send(ctx, dispatch.Request{
@@ -52,21 +51,20 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 	})
 	now := time.Now()
 	if ctx.Err() != nil && errors.Is(res.Err, context.Canceled) {
-		s.queue(t, leaseUntil, release(t, &res, now))
+		s.queue(t, release(t, &res, now))
 		return
 	}
-	s.queue(t, leaseUntil, Decide(t, p, &res, now, s.cfg.Rand))
+	s.queue(t, Decide(t, p, &res, now, s.cfg.Rand))
 }
 
 // finished is an outcome waiting for its group commit.
 type finished struct {
-	f          store.Finish
-	task       *store.Task
-	leaseUntil time.Time // where the heap filed the task when it was claimed
+	f    store.Finish
+	task *store.Task
 }
 
 // queue hands f to the committer. The channel is bounded, so a slow store
 // slows the workers down instead of piling outcomes up in memory.
-func (s *Scheduler) queue(t *store.Task, leaseUntil time.Time, f store.Finish) {
-	s.commits <- finished{f: f, task: t, leaseUntil: leaseUntil}
+func (s *Scheduler) queue(t *store.Task, f store.Finish) {
+	s.commits <- finished{f: f, task: t}
 }

@@ -79,16 +79,17 @@ func (s *Scheduler) record(ctx context.Context, batch []finished, fs []store.Fin
 		if errs[i] != nil {
 			continue
 		}
+		version := b.f.Version + 1 // TaskFinish's
 		if b.f.Status == store.Pending {
 			at := pendingAt(b.f)
-			if s.heap.set(b.f.TaskID, at) {
+			if s.heap.set(store.Due{ID: b.f.TaskID, At: at, Version: version}) {
 				signal(s.wakeC)
 			}
 			if at.Sub(b.f.Now) <= keptRequestHorizon {
 				s.heap.keep(b.f.TaskID, b.task)
 			}
 		} else {
-			s.heap.removeAt(b.f.TaskID, b.leaseUntil)
+			s.heap.remove(b.f.TaskID, version)
 		}
 	}
 	s.mu.Unlock()

@@ -66,9 +66,10 @@ func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time,
 		}
 	}
 	f.Status = store.Pending
-	// Whole milliseconds: every store keeps at least that, so the heap and
-	// the store agree exactly on when the task is due.
-	f.NextAttemptAt = now.Add(delay).Truncate(time.Millisecond)
+	// Whole milliseconds, rounded up: every store keeps at least that, so
+	// the heap and the store agree exactly on when the task is due, and the
+	// retry never comes before its delay is over.
+	f.NextAttemptAt = store.CeilMillis(now.Add(delay))
 	return f
 }
 

@@ -9,10 +9,14 @@ import (
 
 // dueHeap is the scheduler's index of when each task next needs a worker:
 // a PENDING task at its NextAttemptAt, an IN_FLIGHT one at its LeaseUntil
-// (so an expired lease is reclaimed). It may hold entries the store no
-// longer agrees with; the store decides at claim time, so a stale entry
-// costs one wasted ID in a claim and nothing more. Not safe for concurrent
-// use: the Scheduler guards it with its mutex.
+// (so an expired lease is reclaimed). Each entry remembers the version of
+// the task its time came from, and news of an older version never moves
+// it, in either direction: hints from the API, the change feed and a resync
+// arrive in any order. It may still hold entries the store no longer agrees
+// with; the store decides at claim time and reports when a task it refused
+// is due (ClaimParams.Later), so a stale entry costs one wasted ID in a
+// claim and nothing more. Not safe for concurrent use: the Scheduler guards
+// it with its mutex.
 type dueHeap struct {
 	items entries
 	byID  map[string]*entry
@@ -20,9 +24,10 @@ type dueHeap struct {
 }
 
 type entry struct {
-	id    string
-	due   time.Time
-	index int
+	id      string
+	due     time.Time
+	version int64 // of the task, when due was read; 0 unknown
+	index   int
 	// req, if not nil, is the task as its last attempt had it, kept so
 	// that its next claim need not read the request again (requests never
 	// change); see keep.
@@ -31,8 +36,9 @@ type entry struct {
 
 // dueTask is an entry taken out of the heap to be claimed.
 type dueTask struct {
-	id  string
-	req *store.Task // as entry.req
+	id      string
+	version int64
+	req     *store.Task // as entry.req
 }
 
 // maxKeptRequestBytes bounds the memory the heap spends on requests, and
@@ -48,16 +54,24 @@ func newDueHeap() *dueHeap { return &dueHeap{byID: make(map[string]*entry)} }
 // Len returns the number of entries.
 func (h *dueHeap) Len() int { return len(h.items) }
 
-// set files id at due, moving it if it is already there. It reports whether
-// id is now the earliest entry, which may call for an earlier timer.
-func (h *dueHeap) set(id string, due time.Time) (first bool) {
-	if e, ok := h.byID[id]; ok {
-		e.due = due
+// set files d.ID at d.At, unless the heap holds news of a newer version of
+// the task; news of the same version keeps the earlier time. It reports
+// whether the task is now the earliest entry, which may call for an
+// earlier timer.
+func (h *dueHeap) set(d store.Due) (first bool) {
+	if e, ok := h.byID[d.ID]; ok {
+		switch {
+		case d.Version < e.version:
+			return false
+		case d.Version == e.version && !d.At.Before(e.due):
+			return false
+		}
+		e.due, e.version = d.At, d.Version
 		heap.Fix(&h.items, e.index)
 		return e.index == 0
 	}
-	e := &entry{id: id, due: due}
-	h.byID[id] = e
+	e := &entry{id: d.ID, due: d.At, version: d.Version}
+	h.byID[d.ID] = e
 	heap.Push(&h.items, e)
 	return e.index == 0
 }
@@ -83,10 +97,10 @@ func requestBytes(t *store.Task) int64 {
 	return int64(n)
 }
 
-// removeAt drops id if it is still filed at due: an entry moved since (a
-// redrive's Wake after the task finished, say) is newer news and stays.
-func (h *dueHeap) removeAt(id string, due time.Time) {
-	if e, ok := h.byID[id]; ok && e.due.Equal(due) {
+// remove drops id, a task that ended at version, unless the heap holds
+// news of a newer version (a redrive's, say).
+func (h *dueHeap) remove(id string, version int64) {
+	if e, ok := h.byID[id]; ok && e.version <= version {
 		heap.Remove(&h.items, e.index)
 		h.drop(e)
 	}
@@ -114,7 +128,7 @@ func (h *dueHeap) popDue(now time.Time, limit int, out []dueTask) []dueTask {
 	for n := 0; n < limit && len(h.items) > 0 && !h.items[0].due.After(now); n++ {
 		e := heap.Pop(&h.items).(*entry)
 		h.drop(e)
-		out = append(out, dueTask{e.id, e.req})
+		out = append(out, dueTask{e.id, e.version, e.req})
 	}
 	return out
 }

@@ -21,7 +21,7 @@ func TestResyncFindsTasksWrittenElsewhere(t *testing.T) {
 	// A first task, woken as the API does, proves Run's start-up resync
 	// is over: a task created after it can be found by Resync alone.
 	first := addTask(t, st, tg.URL, "p")
-	s.Wake(first.ID, first.NextAttemptAt)
+	s.Wake(first.Due())
 	waitFor(t, st, first.ID, terminal)
 
 	hidden := addTask(t, st, tg.URL, "p")

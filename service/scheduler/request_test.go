@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
 )
@@ -43,7 +42,7 @@ func TestEveryAttemptSendsTheStoredRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, _ := start(t, st, options{})
-	s.Wake(task.ID, time.Time{})
+	s.Wake(store.Due{ID: task.ID, Version: task.Version})
 	if done := waitFor(t, st, task.ID, terminal); done.Status != store.Succeeded || done.AttemptNumber != 3 {
 		t.Fatalf("task = %s after %d attempts, want SUCCEEDED after 3", done.Status, done.AttemptNumber)
 	}

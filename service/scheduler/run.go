@@ -132,9 +132,9 @@ func (s *Scheduler) claimLoop(ctx context.Context) {
 const maxClaims = 2
 
 // claim leases the tasks ids the store agrees are due at now and starts an
-// attempt for each. IDs it does not hand out are dropped from the heap:
-// they were cancelled, finished, taken by another worker, or rescheduled,
-// and whoever changed them files them again (a resync at the latest).
+// attempt for each. Those it does not hand out but still holds live (due
+// later, or leased by another worker) are filed again at the time the store
+// gives; the others were cancelled or finished, and leave the heap.
 func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 	defer func() {
 		s.claiming.Add(-1)
@@ -155,7 +155,7 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 	began := time.Now()
 	err := s.storeCall(ctx, "TaskClaim", func(ctx context.Context) (err error) {
 		tasks, err = s.st.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: s.cfg.Lease, Limit: len(ids), IDs: ids,
-			OmitRequest: omit})
+			OmitRequest: omit, Later: s.file})
 		return err
 	})
 	s.ahead.observe(time.Now(), time.Since(began))
@@ -165,10 +165,10 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 		// next run of the loop (or the next start).
 		s.log.Warn("scheduler: claim failed", "error", err, "tasks", len(ids))
 		s.mu.Lock()
-		for _, id := range ids {
-			s.heap.set(id, now)
-			if k := kept[id]; k != nil {
-				s.heap.keep(id, k)
+		for _, d := range due {
+			s.heap.set(store.Due{ID: d.id, At: now, Version: d.version})
+			if d.req != nil {
+				s.heap.keep(d.id, d.req)
 			}
 		}
 		s.mu.Unlock()
@@ -176,7 +176,7 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 	}
 	s.mu.Lock()
 	for _, t := range tasks {
-		s.heap.set(t.ID, t.LeaseUntil)
+		s.heap.set(store.Due{ID: t.ID, At: t.LeaseUntil, Version: t.Version})
 	}
 	s.mu.Unlock()
 	for _, t := range tasks {

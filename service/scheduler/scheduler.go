@@ -171,21 +171,27 @@ func setDefault[T int | time.Duration](v *T, def T) {
 	}
 }
 
-// Wake tells the scheduler that task id is due at at (the zero time means
-// now): the API calls it after a task is created or redriven, once the
-// store has the change. It never blocks on I/O. A Wake for a task that is
-// not actually due then is harmless: the store refuses to claim it.
-func (s *Scheduler) Wake(id string, at time.Time) {
-	if at.IsZero() {
-		at = time.Now()
+// Wake tells the scheduler that task d.ID is due at d.At (the zero time
+// means now) as of its version d.Version: the API calls it after a task is
+// created or redriven, once the store has the change, and a store's change
+// feed for every change another instance makes. It never blocks on I/O.
+// News older than what the scheduler knows of the task is ignored, and a
+// Wake for a task that is not actually due then is harmless: the store
+// refuses to claim it and says when it is due.
+func (s *Scheduler) Wake(d store.Due) {
+	if d.At.IsZero() {
+		d.At = time.Now()
 	}
 	// Round up to the millisecond the store keeps, so the heap never asks
 	// for a task a little before the store considers it due.
-	if r := at.Truncate(time.Millisecond); !r.Equal(at) {
-		at = r.Add(time.Millisecond)
-	}
+	d.At = store.CeilMillis(d.At)
+	s.file(d)
+}
+
+// file puts d in the heap and wakes the claim loop if it is now first.
+func (s *Scheduler) file(d store.Due) {
 	s.mu.Lock()
-	first := s.heap.set(id, at)
+	first := s.heap.set(d)
 	s.mu.Unlock()
 	if first {
 		signal(s.wakeC)

@@ -144,7 +144,7 @@ func TestWakeRunsANewTaskPromptly(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // Run has rebuilt its (empty) heap
 
 	task := addTask(t, st, tg.URL, "p")
-	s.Wake(task.ID, task.NextAttemptAt)
+	s.Wake(task.Due())
 	got := waitFor(t, st, task.ID, terminal)
 	if got.Status != store.Succeeded {
 		t.Fatalf("status %s, want SUCCEEDED", got.Status)
@@ -209,7 +209,7 @@ func TestNoAttemptBeforeItsDueTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Wake(task.ID, task.NextAttemptAt)
+		s.Wake(task.Due())
 		ids = append(ids, task.ID)
 		due[task.ID] = at
 	}

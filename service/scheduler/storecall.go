@@ -50,9 +50,9 @@ func (s *Scheduler) storeCall(ctx context.Context, name string, call func(contex
 // whatever the heap missed (another node's writes, a lost Wake).
 func (s *Scheduler) resync(ctx context.Context) error {
 	err := s.storeCall(ctx, "TaskDue", func(ctx context.Context) error {
-		return s.st.TaskDue(ctx, func(id string, at time.Time) {
+		return s.st.TaskDue(ctx, func(d store.Due) {
 			s.mu.Lock()
-			s.heap.set(id, at)
+			s.heap.set(d)
 			s.mu.Unlock()
 		})
 	})

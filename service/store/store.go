@@ -150,6 +150,13 @@ type ClaimParams struct {
 	Lease time.Duration // a claimed task is IN_FLIGHT until Now+Lease
 	Limit int           // ≤ 0 means len(IDs) when IDs is set, else 1; over MaxClaimLimit is cut to it
 	IDs   []string      // when set, claim only among these tasks (the scheduler's heap knows which are due); IDs that are unknown or not due are skipped
+	// Later, when set along with IDs, is called once TaskClaim has
+	// committed with when each named live task it did not claim (not due
+	// yet, held by another worker's lease, or past Limit) is next due, as
+	// TaskDue would report it; unknown and terminal tasks are not
+	// reported. A scheduler files those again instead of forgetting them.
+	// Later must not call the store.
+	Later func(Due)
 	// OmitRequest lets the Store leave the request of the claimed tasks
 	// (TargetURL, Method, Headers, Body, BodyBinary) zero instead of
 	// reading it: a caller that kept the requests from earlier claims sets
@@ -166,6 +173,35 @@ func (p ClaimParams) ClaimLimit() int {
 		n = max(len(p.IDs), 1)
 	}
 	return min(n, MaxClaimLimit)
+}
+
+// Due says when a scheduler must next look at a live task, as of one
+// version of it: its NextAttemptAt when PENDING, its LeaseUntil when
+// IN_FLIGHT. Versions order the news of one task, so a scheduler that hears
+// of a task from several sources (the API, a change feed, a resync) keeps
+// the newest; a Version of 0 means unknown, and is older than any other.
+type Due struct {
+	ID      string
+	At      time.Time
+	Version int64
+}
+
+// Due returns when a scheduler must next look at t, as of its version.
+func (t *Task) Due() Due {
+	at := t.NextAttemptAt
+	if t.Status == InFlight {
+		at = t.LeaseUntil
+	}
+	return Due{ID: t.ID, At: at, Version: t.Version}
+}
+
+// CreateResult is the outcome of one task of TaskCreateBatch: the task as
+// stored, and whether this call created it, or Err (ErrConflict,
+// ErrInvalid) when it was refused.
+type CreateResult struct {
+	Task    *Task
+	Created bool
+	Err     error
 }
 
 // Finish records the outcome of one claimed attempt.
@@ -216,6 +252,13 @@ type Store interface {
 	// BudgetStart CreatedAt. An ID already used (by any tenant) is
 	// ErrConflict. The Store does not check that PolicyID is registered.
 	TaskCreate(ctx context.Context, t *Task) (stored *Task, created bool, err error)
+	// TaskCreateBatch creates several tasks in one durable step: results[i]
+	// is what TaskCreate(ts[i]) would have answered, as if the tasks were
+	// created one after another in order (a task repeating the idempotency
+	// key of an earlier one is its repeat, or ErrConflict). A task the store
+	// refuses does not stop the others. err is for failures of the whole
+	// call: results is then nil and nothing is written.
+	TaskCreateBatch(ctx context.Context, ts []*Task) (results []CreateResult, err error)
 	// TaskGet returns one task of the tenant, or ErrNotFound.
 	TaskGet(ctx context.Context, tenant, id string) (*Task, error)
 	// TaskList lists tasks matching f, newest first (the reverse of the
@@ -244,16 +287,17 @@ type Store interface {
 	TaskClaim(ctx context.Context, p ClaimParams) ([]*Task, error)
 	// TaskDue calls each with every live task (PENDING or IN_FLIGHT), of
 	// every tenant, that this store claims from, and when a scheduler must
-	// next look at it: its NextAttemptAt when PENDING, its LeaseUntil when
-	// IN_FLIGHT. It reads no request and no other field, DueBatch tasks at
+	// next look at it (see Due), each time and version read together. It
+	// reads no request and no other field, DueBatch tasks at
 	// a time, so that a scheduler rebuilds its heap from it far more
 	// cheaply than from TaskList. A task that changes during the walk may
 	// be reported as it was or as it became, and one created during it may
 	// be missed: whoever changes a task tells the scheduler. each must not
 	// call the store.
-	TaskDue(ctx context.Context, each func(id string, at time.Time)) error
+	TaskDue(ctx context.Context, each func(Due)) error
 	// TaskFinish records the outcomes of claimed attempts in one durable
-	// step. errs[i] is ErrLeaseLost when fs[i]'s version is stale or the
+	// step; each finished task's Version goes up by exactly one, so that
+	// the caller knows the version of the news it files. errs[i] is ErrLeaseLost when fs[i]'s version is stale or the
 	// task is not IN_FLIGHT, ErrNotFound when there is no such task, and
 	// ErrInvalid when its Status is not a finishing one; nothing of such an
 	// item is written. A lease that ran out but was not reclaimed yet still
@@ -296,6 +340,15 @@ func Created(t *Task) *Task {
 		out.Body = []byte{}
 	}
 	return out
+}
+
+// CeilMillis rounds t up to the millisecond, the precision every store
+// keeps: a due time rounded so is never early, where one cut down would be.
+func CeilMillis(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
 }
 
 // toMillis cuts t to the millisecond, in UTC; the zero time stays zero.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -58,8 +60,9 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	now = now.Truncate(time.Millisecond)
 	args := []any{now, p.ClaimLimit(), ts(now.Add(p.Lease)), []byte(store.LeaseExpiredMessage)}
 	q := claimDueSQL
+	var ids []string
 	if len(p.IDs) > 0 {
-		ids := make([]string, 0, len(p.IDs))
+		ids = make([]string, 0, len(p.IDs))
 		for _, id := range p.IDs {
 			if textOK(id) { // no task has any other
 				ids = append(ids, id)
@@ -95,7 +98,55 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 		s.log.LogAttrs(ctx, slog.LevelWarn, "postgres: reclaimed tasks whose lease expired; lost attempts logged",
 			slog.Int("count", len(reclaimed)), slog.Any("tasks", reclaimed[:min(len(reclaimed), 10)]))
 	}
+	if p.Later != nil && len(out) < len(ids) {
+		if err := s.unclaimed(ctx, ids, out, p.Later); err != nil {
+			return nil, s.fail("claim", err)
+		}
+	}
 	return out, nil
+}
+
+// unclaimedSQL reads when live tasks are due. A task that a concurrent
+// claim has locked but not committed reads as it was before, due now: the
+// caller asks for it again, and then hears of the lease.
+const unclaimedSQL = `SELECT t.id, r.wake_at, r.version FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
+	WHERE t.id = ANY($1) AND t.state = 'LIVE'`
+
+// unclaimed tells later when each live task of ids not in got is due.
+func (s *Store) unclaimed(ctx context.Context, ids []string, got []*store.Task, later func(store.Due)) error {
+	taken := make(map[string]bool, len(got))
+	for _, t := range got {
+		taken[t.ID] = true
+	}
+	rest := make([]string, 0, len(ids)-len(got))
+	for _, id := range ids {
+		if !taken[id] {
+			rest = append(rest, id)
+		}
+	}
+	rows, err := s.pool.Query(ctx, unclaimedSQL, rest)
+	if err != nil {
+		return err
+	}
+	var due []store.Due
+	for rows.Next() {
+		var d store.Due
+		var wake pgtype.Timestamptz
+		if err := rows.Scan(&d.ID, &wake, &d.Version); err != nil {
+			rows.Close()
+			return err
+		}
+		d.At = fromTS(wake)
+		due = append(due, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, d := range due {
+		later(d)
+	}
+	return nil
 }
 
 // prefixed scans a row whose first column is extra and the rest the

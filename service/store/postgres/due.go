@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"math"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -13,11 +12,11 @@ import (
 // dueSQL reads a batch of live tasks below a seq, newest first, through
 // retry_tasks_state: wake_at is already the time the scheduler wants,
 // NextAttemptAt or LeaseUntil.
-const dueSQL = `SELECT t.seq, t.id, r.wake_at FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
+const dueSQL = `SELECT t.seq, t.id, r.wake_at, r.version FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
 	WHERE t.state = 'LIVE' AND t.seq < $1 ORDER BY t.seq DESC LIMIT $2`
 
 // TaskDue reports every live task and when it is next due; see store.Store.
-func (s *Store) TaskDue(ctx context.Context, each func(id string, at time.Time)) error {
+func (s *Store) TaskDue(ctx context.Context, each func(store.Due)) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -28,13 +27,14 @@ func (s *Store) TaskDue(ctx context.Context, each func(id string, at time.Time))
 		}
 		n := 0
 		for rows.Next() {
-			var id string
+			var d store.Due
 			var wake pgtype.Timestamptz
-			if err := rows.Scan(&below, &id, &wake); err != nil {
+			if err := rows.Scan(&below, &d.ID, &wake, &d.Version); err != nil {
 				rows.Close()
 				return s.fail("due tasks", err)
 			}
-			each(id, fromTS(wake))
+			d.At = fromTS(wake)
+			each(d)
 			n++
 		}
 		rows.Close()

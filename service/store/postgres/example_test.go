@@ -51,7 +51,7 @@ func ExampleStore_Listen() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	wake := func(taskID string, due time.Time) { fmt.Println("due:", taskID, due) }
+	wake := func(d store.Due) { fmt.Println("due:", d.ID, d.At, d.Version) }
 	rescans := 0
 	go func() {
 		err := s.Listen(ctx, wake, postgres.OnListening(func() {

@@ -3,7 +3,8 @@ package postgres
 import (
 	"context"
 	"io/fs"
-	"time"
+
+	"github.com/retrykit/retry/service/store"
 )
 
 // MigrateFS is Migrate with the migrations of fsys instead of the embedded
@@ -13,6 +14,6 @@ func MigrateFS(ctx context.Context, url string, fsys fs.FS, opts ...Option) erro
 }
 
 // Note and ParseNote expose the notification payload's codec to the fuzz test.
-func Note(id string, due time.Time) string { return note(id, due) }
+func Note(d store.Due) string { return note(d) }
 
-func ParseNote(payload string) (string, time.Time, bool) { return parseNote(payload) }
+func ParseNote(payload string) (store.Due, bool) { return parseNote(payload) }

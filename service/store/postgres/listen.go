@@ -15,24 +15,42 @@ import (
 	"github.com/retrykit/retry/service/store"
 )
 
-// note is the payload of the notification that task id is due at due:
-// the ID, a space, and the due time in epoch milliseconds.
-func note(id string, due time.Time) string {
-	return id + " " + strconv.FormatInt(due.UnixMilli(), 10)
+// note is the payload of the notification that a task is due: the ID, the
+// due time in epoch milliseconds and the task's version, separated by
+// spaces. Several notes may share a notification, a line each.
+func note(d store.Due) string {
+	return d.ID + " " + strconv.FormatInt(d.At.UnixMilli(), 10) + " " + strconv.FormatInt(d.Version, 10)
 }
 
-// parseNote reads a payload note made; ok is false for anything else. The
-// time is after the last space, so an ID may hold spaces.
-func parseNote(payload string) (id string, due time.Time, ok bool) {
-	sp := strings.LastIndexByte(payload, ' ')
-	if sp < 1 {
-		return "", time.Time{}, false
+// parseNote reads one note; ok is false for anything else. The time and
+// the version are after the last two spaces, so an ID may hold spaces. A
+// note without a version (from an older retryd) has version 0, unknown.
+func parseNote(payload string) (d store.Due, ok bool) {
+	rest, last, ok := cutLast(payload)
+	if !ok {
+		return store.Due{}, false
 	}
-	n, err := strconv.ParseInt(payload[sp+1:], 10, 64)
-	if err != nil {
-		return "", time.Time{}, false
+	if id, at, ok := cutLast(rest); ok && id != "" {
+		if v, err := strconv.ParseInt(last, 10, 64); err == nil {
+			if ms, err := strconv.ParseInt(at, 10, 64); err == nil {
+				return store.Due{ID: id, At: time.UnixMilli(ms).UTC(), Version: v}, true
+			}
+		}
 	}
-	return payload[:sp], time.UnixMilli(n).UTC(), true
+	ms, err := strconv.ParseInt(last, 10, 64)
+	if err != nil || rest == "" {
+		return store.Due{}, false
+	}
+	return store.Due{ID: rest, At: time.UnixMilli(ms).UTC()}, true
+}
+
+// cutLast splits s at its last space.
+func cutLast(s string) (before, after string, ok bool) {
+	i := strings.LastIndexByte(s, ' ')
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
 }
 
 // ListenOption changes what Listen does.
@@ -50,10 +68,10 @@ type listenConfig struct {
 func OnListening(f func()) ListenOption { return func(c *listenConfig) { c.onListening = f } }
 
 // Listen reports tasks that became due, or due sooner, through any Store
-// on the same database and schema, this one included: fn(taskID, due) is
-// called for each task created, redriven, or finished with a retry, once
-// that change has committed. due is the task's NextAttemptAt, at
-// millisecond precision. fn runs on Listen's goroutine, one call at a time,
+// on the same database and schema, this one included: fn is called for
+// each task created, redriven, or finished with a retry, once that change
+// has committed, with the task's NextAttemptAt (at millisecond precision)
+// and its version after the change. fn runs on Listen's goroutine, one call at a time,
 // and must not block for long: notifications queue in the server meanwhile.
 // A scheduler passes its Wake method:
 //
@@ -69,7 +87,7 @@ func OnListening(f func()) ListenOption { return func(c *listenConfig) { c.onLis
 // through retry.Do, for as long as it takes. It returns ctx's error when
 // ctx ends and store.ErrClosed when the store is closed; any number of
 // Listens may run at once.
-func (s *Store) Listen(ctx context.Context, fn func(taskID string, due time.Time), opts ...ListenOption) error {
+func (s *Store) Listen(ctx context.Context, fn func(store.Due), opts ...ListenOption) error {
 	var cfg listenConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -127,17 +145,19 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
 // serve calls fn for each notification on conn until conn fails or ctx
 // ends. Payloads that are not notes (someone else's NOTIFY on the channel)
 // are skipped.
-func (s *Store) serve(ctx context.Context, conn *pgx.Conn, fn func(string, time.Time)) error {
+func (s *Store) serve(ctx context.Context, conn *pgx.Conn, fn func(store.Due)) error {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		if id, due, ok := parseNote(n.Payload); ok {
-			fn(id, due)
-		} else {
-			s.log.LogAttrs(ctx, slog.LevelDebug, "postgres: skipped a foreign notification",
-				slog.String("channel", n.Channel), slog.String("payload", n.Payload))
+		for line := range strings.Lines(n.Payload) {
+			if d, ok := parseNote(strings.TrimSuffix(line, "\n")); ok {
+				fn(d)
+			} else {
+				s.log.LogAttrs(ctx, slog.LevelDebug, "postgres: skipped a foreign notification",
+					slog.String("channel", n.Channel), slog.String("payload", n.Payload))
+			}
 		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 var t0 = time.Date(2031, 5, 6, 7, 8, 9, 123_000_000, time.UTC)
 
 type heard struct {
-	id  string
-	due time.Time
+	id      string
+	due     time.Time
+	version int64
 }
 
 // listener runs a store's Listen for a test.
@@ -32,7 +33,7 @@ func startListen(t *testing.T, s *postgres.Store) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{notes: make(chan heard, 100), listening: make(chan struct{}, 10), done: make(chan error, 1), cancel: cancel}
 	go func() {
-		l.done <- s.Listen(ctx, func(id string, due time.Time) { l.notes <- heard{id, due} },
+		l.done <- s.Listen(ctx, func(d store.Due) { l.notes <- heard{d.ID, d.At, d.Version} },
 			postgres.OnListening(func() { l.listening <- struct{}{} }))
 	}()
 	t.Cleanup(func() {
@@ -171,30 +172,31 @@ func TestListenEnds(t *testing.T) {
 			t.Errorf("Listen after Close = %v, want ErrClosed", err)
 		}
 		l.done <- nil
-		if err := s.Listen(context.Background(), func(string, time.Time) {}); !errors.Is(err, store.ErrClosed) {
+		if err := s.Listen(context.Background(), func(store.Due) {}); !errors.Is(err, store.ErrClosed) {
 			t.Errorf("Listen on a closed store = %v, want ErrClosed", err)
 		}
 	})
 }
 
 func FuzzParseNote(f *testing.F) {
-	f.Add(postgres.Note(store.NewID(), t0))
+	f.Add(postgres.Note(store.Due{ID: store.NewID(), At: t0, Version: 3}))
+	f.Add("x 1 2")
 	f.Add("")
 	f.Add("x 1")
 	f.Add(" 12")
 	f.Add("an id with spaces -9223372036854775808")
 	f.Add("id 1e3")
 	f.Fuzz(func(t *testing.T, payload string) {
-		id, due, ok := postgres.ParseNote(payload)
+		d, ok := postgres.ParseNote(payload)
 		if !ok {
 			return
 		}
-		if id == "" {
+		if d.ID == "" {
 			t.Fatalf("ParseNote(%q) accepted an empty ID", payload)
 		}
-		again, due2, ok := postgres.ParseNote(postgres.Note(id, due))
-		if !ok || again != id || !due2.Equal(due) {
-			t.Fatalf("ParseNote(Note(%q, %v)) = %q, %v, %v", id, due, again, due2, ok)
+		again, ok := postgres.ParseNote(postgres.Note(d))
+		if !ok || again.ID != d.ID || !again.At.Equal(d.At) || again.Version != d.Version {
+			t.Fatalf("ParseNote(Note(%v)) = %v, %v", d, again, ok)
 		}
 	})
 }

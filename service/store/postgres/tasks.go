@@ -54,7 +54,7 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 	var seq int64
 	err = s.pool.QueryRow(ctx, createSQL, t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method,
 		t.TargetURL, headers, body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt), ts(t.BudgetStart),
-		s.channel, note(t.ID, t.NextAttemptAt)).Scan(&seq)
+		s.channel, note(store.Due{ID: t.ID, At: t.NextAttemptAt, Version: 1})).Scan(&seq)
 	if err == nil {
 		return store.Created(&t), true, nil
 	}
@@ -190,4 +190,18 @@ func statusLists(statuses []store.Status) (states, exact string, err error) {
 	}
 	slices.Sort(ex)
 	return states, strings.Join(slices.Compact(ex), ", "), nil
+}
+
+// TaskCreateBatch creates tasks one after another.
+// TODO(batch): one round trip and one commit for the whole batch.
+func (s *Store) TaskCreateBatch(ctx context.Context, ts []*store.Task) ([]store.CreateResult, error) {
+	res := make([]store.CreateResult, len(ts))
+	for i, t := range ts {
+		stored, created, err := s.TaskCreate(ctx, t)
+		if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrInvalid) {
+			return nil, err
+		}
+		res[i] = store.CreateResult{Task: stored, Created: created, Err: err}
+	}
+	return res, nil
 }

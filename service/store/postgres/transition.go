@@ -65,17 +65,20 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		if _, err := tx.Exec(ctx, `UPDATE retry_tasks SET state = $2 WHERE seq = $1`, seq, stateOf(tr.To)); err != nil {
 			return err
 		}
-		if tr.To == store.Pending {
-			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, note(tr.TaskID, now)); err != nil {
-				return err
-			}
-		}
 		if _, err := tx.Exec(ctx, `WITH moves AS (SELECT $1::text AS from_s, $2::text AS to_s), `+countsCTE+` SELECT`,
 			string(from), string(tr.To)); err != nil {
 			return err
 		}
-		out, _, err = scanTask(tx.QueryRow(ctx, taskSelect+` WHERE t.seq = $1`, seq))
-		return err
+		if out, _, err = scanTask(tx.QueryRow(ctx, taskSelect+` WHERE t.seq = $1`, seq)); err != nil {
+			return err
+		}
+		if tr.To == store.Pending {
+			d := store.Due{ID: out.ID, At: out.NextAttemptAt, Version: out.Version}
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, note(d)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, s.fail("transition", err)

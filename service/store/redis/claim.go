@@ -55,12 +55,45 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	if err != nil {
 		return nil, s.fail("claim", err)
 	}
+	if p.Later != nil && len(got) < len(p.IDs) {
+		if err := s.unclaimed(ctx, p.IDs, got, p.Later); err != nil {
+			return nil, s.fail("claim", err)
+		}
+	}
 	slices.SortStableFunc(got, func(a, b claimed) int { return cmp.Compare(a.due, b.due) })
 	out := make([]*store.Task, len(got))
 	for i, c := range got {
 		out[i] = c.t
 	}
 	return out, nil
+}
+
+// unclaimed tells later when each live task of ids (in the partitions this
+// store claims from) that is not in got is due.
+func (s *Store) unclaimed(ctx context.Context, ids []string, got []claimed, later func(store.Due)) error {
+	taken := make(map[string]bool, len(got))
+	for _, c := range got {
+		taken[c.t.ID] = true
+	}
+	locs, err := s.locate(ctx, ids)
+	if err != nil {
+		return err
+	}
+	groups := map[int][]string{}
+	for _, id := range ids {
+		if l, ok := locs[id]; ok && !taken[id] && s.claims(l.part) {
+			taken[id] = true
+			groups[l.part] = append(groups[l.part], id)
+		}
+	}
+	var due []store.Due
+	if err := s.dueOf(ctx, groups, func(d store.Due) { due = append(due, d) }); err != nil {
+		return err
+	}
+	for _, d := range due {
+		later(d)
+	}
+	return nil
 }
 
 // claimDue claims the due tasks the partitions' sets hold.

@@ -50,7 +50,7 @@ func ExampleStore_Listen() {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	wake := func(taskID string, due time.Time) { fmt.Println("due:", taskID, due) } // scheduler.Wake
+	wake := func(d store.Due) { fmt.Println("due:", d.ID, d.At, d.Version) } // scheduler.Wake
 	resync := func() { fmt.Println("subscribed: look for what was missed") }        // scheduler's resync
 	go func() {
 		if err := b.Listen(ctx, wake, redis.OnListening(resync)); err != nil && ctx.Err() == nil {

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -38,9 +37,4 @@ var (
 	Unpack = unpack
 )
 
-func ParseWakes(msg string) (ids []string, dues []time.Time) {
-	for _, w := range parseWakes(msg) {
-		ids, dues = append(ids, w.id), append(dues, w.due)
-	}
-	return ids, dues
-}
+func ParseWakes(msg string) []store.Due { return parseWakes(msg) }

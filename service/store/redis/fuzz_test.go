@@ -34,14 +34,12 @@ func FuzzParseWakes(f *testing.F) {
 	f.Add("0b6c2f56-1f7e-4b1e-9a56-5d0c4b7d7a11 1955001234567")
 	f.Add("a 1\nb 2\n\nc x\n d 3")
 	f.Add("id -5")
+	f.Add("id 5 7\nid2 6")
+	f.Add("id 5 -7")
 	f.Fuzz(func(t *testing.T, msg string) {
-		ids, dues := redis.ParseWakes(msg)
-		if len(ids) != len(dues) {
-			t.Fatalf("%d IDs, %d times", len(ids), len(dues))
-		}
-		for i, id := range ids {
-			if id == "" || strings.ContainsAny(id, " \n") || dues[i].UnixMilli() <= 0 {
-				t.Fatalf("wake-up %q at %v from %q", id, dues[i], msg)
+		for _, d := range redis.ParseWakes(msg) {
+			if d.ID == "" || strings.ContainsAny(d.ID, " \n") || d.At.UnixMilli() <= 0 || d.Version < 0 {
+				t.Fatalf("wake-up %v from %q", d, msg)
 			}
 		}
 	})

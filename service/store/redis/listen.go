@@ -33,10 +33,10 @@ type listenConfig struct {
 // resync does). f runs on Listen's goroutine; it should return quickly.
 func OnListening(f func()) ListenOption { return func(c *listenConfig) { c.onListening = f } }
 
-// Listen calls fn(taskID, due) for every task that becomes PENDING in the
-// partitions this Store claims from, whichever instance made the change:
-// a create, a redrive, or a retry (a TaskFinish to PENDING). due is when
-// the task's next attempt is due. A scheduler passes its Wake method:
+// Listen calls fn for every task that becomes PENDING in the partitions
+// this Store claims from, whichever instance made the change: a create, a
+// redrive, or a retry (a TaskFinish to PENDING), with when the task's next
+// attempt is due and its version after the change. A scheduler passes its Wake method:
 //
 //	go func() { _ = s.Listen(ctx, scheduler.Wake) }()
 //
@@ -53,7 +53,7 @@ func OnListening(f func()) ListenOption { return func(c *listenConfig) { c.onLis
 // returns ctx's error once ctx is done, and an error wrapping
 // store.ErrClosed once the Store is closed. Any number of Listens may run
 // at once, each with a connection of its own.
-func (s *Store) Listen(ctx context.Context, fn func(taskID string, due time.Time), opts ...ListenOption) error {
+func (s *Store) Listen(ctx context.Context, fn func(store.Due), opts ...ListenOption) error {
 	var cfg listenConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -122,7 +122,7 @@ func (s *Store) subscribe(ctx context.Context, channels []string) (*goredis.PubS
 
 // receive hands the wake-ups ps receives to fn until the connection fails
 // or ctx is done.
-func receive(ctx context.Context, ps *goredis.PubSub, fn func(string, time.Time)) error {
+func receive(ctx context.Context, ps *goredis.PubSub, fn func(store.Due)) error {
 	// A read does not end with its context: closing ps ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
 	defer stop()
@@ -143,8 +143,8 @@ func receive(ctx context.Context, ps *goredis.PubSub, fn func(string, time.Time)
 			return err
 		}
 		if m, ok := msg.(*goredis.Message); ok {
-			for _, w := range parseWakes(m.Payload) {
-				fn(w.id, w.due)
+			for _, d := range parseWakes(m.Payload) {
+				fn(d)
 			}
 		}
 	}

@@ -17,8 +17,9 @@ import (
 )
 
 type wakeUp struct {
-	id  string
-	due time.Time
+	id      string
+	due     time.Time
+	version int64
 }
 
 // listen runs s.Listen until t ends, and returns the wake-ups it hears and
@@ -30,7 +31,7 @@ func listen(t *testing.T, s *redis.Store, opts ...redis.ListenOption) (<-chan wa
 	done, stopped := make(chan error, 1), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		done <- s.Listen(ctx, func(id string, due time.Time) { wakes <- wakeUp{id, due} }, opts...)
+		done <- s.Listen(ctx, func(d store.Due) { wakes <- wakeUp{d.ID, d.At, d.Version} }, opts...)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -202,7 +203,7 @@ func TestListenEndsWhenClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Listen did not return after Close")
 	}
-	if err := s.Listen(context.Background(), func(string, time.Time) {}); !errors.Is(err, store.ErrClosed) {
+	if err := s.Listen(context.Background(), func(store.Due) {}); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Listen on a closed store = %v, want ErrClosed", err)
 	}
 }

@@ -110,7 +110,7 @@ func TestClaimPartitions(t *testing.T) {
 	}
 	// What a scheduler rebuilds its heap from is what it may claim.
 	var due []string
-	if err := sub.TaskDue(ctx, func(id string, _ time.Time) { due = append(due, id) }); err != nil {
+	if err := sub.TaskDue(ctx, func(d store.Due) { due = append(due, d.ID) }); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(due)

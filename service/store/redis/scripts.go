@@ -27,11 +27,13 @@ var (
 	policyLua string
 	//go:embed lua/release.lua
 	releaseLua string
+	//go:embed lua/due.lua
+	dueLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
 type scripts struct {
-	create, claim, finish, transition, list, attempts, policy, release *goredis.Script
+	create, claim, finish, transition, list, attempts, policy, release, due *goredis.Script
 }
 
 func newScripts() scripts {
@@ -44,6 +46,7 @@ func newScripts() scripts {
 		attempts:   goredis.NewScript(attemptsLua),
 		policy:     goredis.NewScript(policyLua),
 		release:    goredis.NewScript(releaseLua),
+		due:        goredis.NewScript(dueLua),
 	}
 }
 

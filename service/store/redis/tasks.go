@@ -235,3 +235,17 @@ func known(st store.Status) bool {
 	}
 	return false
 }
+
+// TaskCreateBatch creates tasks one after another.
+// TODO(batch): one round trip and one commit for the whole batch.
+func (s *Store) TaskCreateBatch(ctx context.Context, ts []*store.Task) ([]store.CreateResult, error) {
+	res := make([]store.CreateResult, len(ts))
+	for i, t := range ts {
+		stored, created, err := s.TaskCreate(ctx, t)
+		if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrInvalid) {
+			return nil, err
+		}
+		res[i] = store.CreateResult{Task: stored, Created: created, Err: err}
+	}
+	return res, nil
+}

@@ -34,14 +34,52 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 		now = time.Now()
 	}
 	var out []*store.Task
+	var later []store.Due
 	err := s.write(ctx, &writeOp{run: func(w *wtx) (err error) {
 		out, err = w.claimDue(p, ms(now), ms(now.Add(p.Lease)), limit)
+		if err == nil && p.Later != nil && len(out) < len(p.IDs) {
+			later, err = w.unclaimed(p.IDs, out)
+		}
 		return err
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
 	}
+	for _, d := range later {
+		p.Later(d)
+	}
 	return out, nil
+}
+
+// unclaimed returns when each live task of ids that is not in got is due.
+func (w *wtx) unclaimed(ids []string, got []*store.Task) ([]store.Due, error) {
+	taken := make(map[string]bool, len(got))
+	for _, t := range got {
+		taken[t.ID] = true
+	}
+	var rest []any
+	for _, id := range ids {
+		if !taken[id] {
+			taken[id] = true // once, if ids repeats it
+			rest = append(rest, id)
+		}
+	}
+	var out []store.Due
+	err := w.inList(`SELECT id, wake_at, version FROM tasks INDEXED BY tasks_id WHERE state = 'LIVE' AND id IN (%s)`,
+		nil, rest, func(rows *sql.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var d store.Due
+				var wake int64
+				if err := rows.Scan(&d.ID, &wake, &d.Version); err != nil {
+					return err
+				}
+				d.At = fromMs(wake)
+				out = append(out, d)
+			}
+			return rows.Err()
+		})
+	return out, err
 }
 
 // claimDue claims up to limit due tasks (among p.IDs, when there are

@@ -16,63 +16,96 @@ import (
 // TaskCreate stores a new task or returns the one its idempotency key
 // already names; see store.Store.
 func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
-	t := *in
-	if err := t.CreateDefaults(); err != nil {
-		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
-	}
-	headers, err := encodeHeaders(t.Headers)
+	res, err := s.TaskCreateBatch(ctx, []*store.Task{in})
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
+		return nil, false, err
 	}
-	var stored *store.Task
-	created := false
-	err = s.write(ctx, &writeOp{run: func(w *wtx) error {
-		stored, created = nil, false // the writer may run this again (see runBatch)
-		var seq int64
-		var hash string
-		err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,
-			t.Tenant, t.IdempotencyKey).Scan(&seq, &hash)
-		switch {
-		case err == nil && hash != t.RequestHash:
-			return fmt.Errorf("idempotency key %q names another request: %w", t.IdempotencyKey, store.ErrConflict)
-		case err == nil:
-			stored, err = w.taskBySeq(seq)
-			return err
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
+	return res[0].Task, res[0].Created, res[0].Err
+}
+
+// TaskCreateBatch stores several tasks in one transaction, so one commit;
+// see store.Store. Concurrent calls share commits too (see write).
+func (s *Store) TaskCreateBatch(ctx context.Context, in []*store.Task) ([]store.CreateResult, error) {
+	ts := make([]store.Task, len(in))
+	headers := make([]string, len(in))
+	refused := make([]error, len(in)) // before the transaction
+	for i, t := range in {
+		ts[i] = *t
+		err := ts[i].CreateDefaults()
+		if err == nil {
+			headers[i], err = encodeHeaders(ts[i].Headers)
 		}
-		if err := w.queryRow(`SELECT seq FROM tasks WHERE id = ?`, t.ID).Scan(&seq); err == nil {
-			return fmt.Errorf("task id %s is taken: %w", t.ID, store.ErrConflict)
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return err
+		if err != nil {
+			refused[i] = fmt.Errorf("sqlite: create task: %w", err)
 		}
-		if err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
-			wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
-			claimed_at, version, log_count, created_at, updated_at, finished_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0) RETURNING seq`,
-			t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, ms(t.NextAttemptAt),
-			ms(t.BudgetStart), ms(t.CreatedAt)).Scan(&seq); err != nil {
-			return err
+	}
+	var res []store.CreateResult
+	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
+		// The writer may run this again (see runBatch): start afresh.
+		res = make([]store.CreateResult, len(ts))
+		for i := range ts {
+			if refused[i] != nil {
+				res[i].Err = refused[i]
+				continue
+			}
+			stored, err := w.create(&ts[i], headers[i])
+			switch {
+			case errors.Is(err, store.ErrConflict):
+				res[i].Err = fmt.Errorf("sqlite: create task: %w", err)
+			case err != nil:
+				return err
+			case stored == nil:
+				res[i].Task, res[i].Created = store.Created(&ts[i]), true
+			default:
+				res[i].Task = stored
+			}
 		}
-		body := t.Body
-		if body == nil {
-			body = []byte{} // the column is NOT NULL
-		}
-		if _, err := w.exec(`INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary)
-			VALUES (?, ?, ?, ?, ?, ?)`, seq, t.TargetURL, t.Method, headers, body, t.BodyBinary); err != nil {
-			return err
-		}
-		w.move("", store.Pending)
-		created = true
 		return nil
 	}})
 	if err != nil {
-		return nil, false, fmt.Errorf("sqlite: create task: %w", err)
+		return nil, fmt.Errorf("sqlite: create task: %w", err)
 	}
-	if created {
-		stored = store.Created(&t)
+	return res, nil
+}
+
+// create inserts t, returning nil, or the task its idempotency key already
+// names, or ErrConflict.
+func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
+	var seq int64
+	var hash string
+	err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,
+		t.Tenant, t.IdempotencyKey).Scan(&seq, &hash)
+	switch {
+	case err == nil && hash != t.RequestHash:
+		return nil, fmt.Errorf("idempotency key %q names another request: %w", t.IdempotencyKey, store.ErrConflict)
+	case err == nil:
+		return w.taskBySeq(seq)
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, err
 	}
-	return stored, created, nil
+	if err := w.queryRow(`SELECT seq FROM tasks WHERE id = ?`, t.ID).Scan(&seq); err == nil {
+		return nil, fmt.Errorf("task id %s is taken: %w", t.ID, store.ErrConflict)
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	if err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
+		wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
+		claimed_at, version, log_count, created_at, updated_at, finished_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0) RETURNING seq`,
+		t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, ms(t.NextAttemptAt),
+		ms(t.BudgetStart), ms(t.CreatedAt)).Scan(&seq); err != nil {
+		return nil, err
+	}
+	body := t.Body
+	if body == nil {
+		body = []byte{} // the column is NOT NULL
+	}
+	if _, err := w.exec(`INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary)
+		VALUES (?, ?, ?, ?, ?, ?)`, seq, t.TargetURL, t.Method, headers, body, t.BodyBinary); err != nil {
+		return nil, err
+	}
+	w.move("", store.Pending)
+	return nil, nil
 }
 
 // TaskGet returns one task of tenant.

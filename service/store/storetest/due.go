@@ -11,14 +11,14 @@ import (
 )
 
 // due collects what TaskDue reports.
-func due(t *testing.T, s store.Store) map[string]time.Time {
+func due(t *testing.T, s store.Store) map[string]store.Due {
 	t.Helper()
-	out := map[string]time.Time{}
-	err := s.TaskDue(context.Background(), func(id string, at time.Time) {
-		if _, twice := out[id]; twice {
-			t.Errorf("TaskDue reported %s twice", id)
+	out := map[string]store.Due{}
+	err := s.TaskDue(context.Background(), func(d store.Due) {
+		if _, twice := out[d.ID]; twice {
+			t.Errorf("TaskDue reported %s twice", d.ID)
 		}
-		out[id] = at
+		out[d.ID] = d
 	})
 	if err != nil {
 		t.Fatalf("TaskDue() = %v", err)
@@ -42,14 +42,15 @@ func testTaskDue(t *testing.T, newStore NewStore) {
 			t.Fatal(err)
 		}
 		got := due(t, s)
-		want := map[string]time.Time{now.ID: t0, later.ID: t0.Add(time.Hour), leased.ID: leased.LeaseUntil,
-			retry.ID: t0.Add(time.Second)}
+		want := []store.Due{{ID: now.ID, At: t0, Version: 1}, {ID: later.ID, At: t0.Add(time.Hour), Version: 1},
+			{ID: leased.ID, At: leased.LeaseUntil, Version: leased.Version},
+			{ID: retry.ID, At: t0.Add(time.Second), Version: retry.Version + 1}}
 		if len(got) != len(want) {
 			t.Errorf("TaskDue reported %d tasks, want %d: %v", len(got), len(want), got)
 		}
-		for id, at := range want {
-			if g, ok := got[id]; !ok || !sameTime(g, at) {
-				t.Errorf("TaskDue: %s at %v (reported %v), want %v", id, g, ok, at)
+		for _, w := range want {
+			if g, ok := got[w.ID]; !ok || !sameTime(g.At, w.At) || g.Version != w.Version {
+				t.Errorf("TaskDue: %s at %v v%d (reported %v), want %v v%d", w.ID, g.At, g.Version, ok, w.At, w.Version)
 			}
 		}
 	})

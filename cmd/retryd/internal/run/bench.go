@@ -203,7 +203,7 @@ func (r *rig) createTask(ctx context.Context, url string, i int, due time.Time) 
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	r.sched.Wake(t.ID, t.NextAttemptAt)
+	r.sched.Wake(t.Due())
 	return nil
 }
 

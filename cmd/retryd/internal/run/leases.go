@@ -46,7 +46,7 @@ func watchLeases(ctx context.Context, st store.Store, sched *scheduler.Scheduler
 				break
 			}
 			for _, task := range items {
-				sched.Wake(task.ID, task.LeaseUntil)
+				sched.Wake(task.Due())
 			}
 			if next == "" {
 				break

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
@@ -26,7 +25,7 @@ type opened struct {
 // feed is a shared store's change feed: it calls wake for each task any
 // instance made due (or due sooner) and onListening each time the feed is
 // in place, the first time and after every reconnection, until ctx ends.
-type feed func(ctx context.Context, wake func(id string, due time.Time), onListening func()) error
+type feed func(ctx context.Context, wake func(store.Due), onListening func()) error
 
 // storeKind is the kind of store spec names: "sqlite" (a path or
 // sqlite://path), "postgres" or "redis".
@@ -110,7 +109,7 @@ func openPostgres(ctx context.Context, c Config, log *slog.Logger) (*opened, err
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	follow := func(ctx context.Context, wake func(string, time.Time), onListening func()) error {
+	follow := func(ctx context.Context, wake func(store.Due), onListening func()) error {
 		return st.Listen(ctx, wake, postgres.OnListening(onListening))
 	}
 	return &opened{Store: st, where: where, follow: follow}, nil
@@ -134,7 +133,7 @@ func openRedis(ctx context.Context, c Config, log *slog.Logger) (*opened, error)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	follow := func(ctx context.Context, wake func(string, time.Time), onListening func()) error {
+	follow := func(ctx context.Context, wake func(store.Due), onListening func()) error {
 		return st.Listen(ctx, wake, redis.OnListening(onListening))
 	}
 	return &opened{Store: st, where: where, follow: follow}, nil

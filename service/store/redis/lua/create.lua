@@ -12,5 +12,5 @@ redis.call('HINCRBY', KEYS[3], 'PENDING', 1)
 for i = 4, 6 do
   redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2])
 end
-redis.call('PUBLISH', ARGV[1], ARGV[2] .. ' ' .. ARGV[4])
+redis.call('PUBLISH', ARGV[1], ARGV[2] .. ' ' .. ARGV[4] .. ' 1')
 return 1

@@ -30,7 +30,7 @@ for i = 3, #ARGV, 13 do
     if status == 'PENDING' then
       set[#set + 1], set[#set + 2] = 'next', ARGV[i + 5]
       redis.call('ZADD', KEYS[1], ARGV[i + 5], id)
-      wakes[#wakes + 1] = id .. ' ' .. ARGV[i + 5]
+      wakes[#wakes + 1] = id .. ' ' .. ARGV[i + 5] .. ' ' .. set[2]
     else
       set[#set + 1], set[#set + 2] = 'f', now
       local live, dead = tonumber(ARGV[i + 11]), tonumber(ARGV[i + 12])

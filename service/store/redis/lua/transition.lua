@@ -33,12 +33,12 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 redis.call('HINCRBY', KEYS[4], st, -1)
 redis.call('HINCRBY', KEYS[4], to, 1)
-redis.call('HINCRBY', KEYS[1], 'v', 1)
+local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 if to == 'PENDING' then
   redis.call('HSET', KEYS[1], 'st', 'PENDING', 'an', '0', 'prev', '0', 'le', '', 'ls', '0', 'next', now,
     'bs', now, 'f', '0', 'lu', '0', 'u', now)
   redis.call('ZADD', KEYS[2], now, id)
-  redis.call('PUBLISH', ARGV[1], id .. ' ' .. now)
+  redis.call('PUBLISH', ARGV[1], id .. ' ' .. now .. ' ' .. v)
 else
   redis.call('HSET', KEYS[1], 'st', to, 'f', now, 'lu', '0', 'u', now)
 end

@@ -1,0 +1,135 @@
+// Package coalesce turns concurrent calls of one item each into calls of a
+// batch, without waiting for anyone: a call that finds fewer than Config.Max
+// batches under way starts one at once, with every item waiting then; a
+// call that finds them all busy queues its item for the next batch, which
+// starts as soon as one of them ends. So a lone caller pays one round trip,
+// and under load the batches grow by themselves to share a store's commits
+// (the group commit of databases, without its timer).
+package coalesce
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Func runs one batch: out[i] is the outcome of in[i]. An error fails every
+// item of the batch.
+type Func[In, Out any] func(ctx context.Context, in []In) (out []Out, err error)
+
+// Config sets up a Coalescer.
+type Config[In, Out any] struct {
+	Run      Func[In, Out]
+	MaxItems int // the largest batch; ≤ 0 means 1,000
+	MaxRuns  int // batches under way at once; ≤ 0 means 1
+}
+
+// Coalescer gathers the items of concurrent Do calls into batches. Create
+// it with New; it is safe for concurrent use.
+type Coalescer[In, Out any] struct {
+	cfg Config[In, Out]
+
+	mu      sync.Mutex
+	queue   []*waiter[In, Out]
+	running int
+}
+
+type waiter[In, Out any] struct {
+	ctx  context.Context
+	in   In
+	out  Out
+	err  error
+	done chan struct{}
+}
+
+// New returns a Coalescer that runs batches with cfg.Run.
+func New[In, Out any](cfg Config[In, Out]) *Coalescer[In, Out] {
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = 1000
+	}
+	if cfg.MaxRuns <= 0 {
+		cfg.MaxRuns = 1
+	}
+	return &Coalescer[In, Out]{cfg: cfg}
+}
+
+// Do runs in as part of a batch and returns its outcome. When ctx ends
+// before the item's batch has started, the item is dropped and Do returns
+// ctx's error; once started, the batch runs to its end whatever happens to
+// ctx (its context is the starting caller's, without its cancellation),
+// but Do returns at once: the item's outcome is then unknown to the
+// caller, as with any call cut short.
+func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
+	w := &waiter[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, w)
+	lead := c.running < c.cfg.MaxRuns
+	if lead {
+		c.running++
+	}
+	c.mu.Unlock()
+	if lead {
+		// The leader runs batches until the queue is empty, its own item's
+		// first among them.
+		go c.lead(context.WithoutCancel(ctx))
+	}
+	select {
+	case <-w.done:
+		return w.out, w.err
+	case <-ctx.Done():
+		var zero Out
+		return zero, context.Cause(ctx)
+	}
+}
+
+// lead runs batches while items wait, then gives its run slot back.
+func (c *Coalescer[In, Out]) lead(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		batch := c.take()
+		if len(batch) == 0 {
+			c.running--
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		c.run(ctx, batch)
+	}
+}
+
+// take removes the next batch from the queue, leaving out items whose
+// callers have gone. c.mu is held.
+func (c *Coalescer[In, Out]) take() []*waiter[In, Out] {
+	var batch []*waiter[In, Out]
+	n := 0
+	for n < len(c.queue) && len(batch) < c.cfg.MaxItems {
+		w := c.queue[n]
+		n++
+		if w.ctx.Err() != nil {
+			continue // Do has returned
+		}
+		batch = append(batch, w)
+	}
+	clear(c.queue[:n])
+	c.queue = c.queue[n:]
+	return batch
+}
+
+func (c *Coalescer[In, Out]) run(ctx context.Context, batch []*waiter[In, Out]) {
+	in := make([]In, len(batch))
+	for i, w := range batch {
+		in[i] = w.in
+	}
+	out, err := c.cfg.Run(ctx, in)
+	if err == nil && len(out) != len(in) {
+		err = fmt.Errorf("coalesce: a batch of %d items answered %d outcomes", len(in), len(out))
+	}
+	for i, w := range batch {
+		if err != nil {
+			w.err = err
+		} else {
+			w.out = out[i]
+		}
+		close(w.done)
+	}
+}
