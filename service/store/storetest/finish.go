@@ -24,7 +24,7 @@ func testFinish(t *testing.T, newStore NewStore) {
 				t.Fatalf("TaskFinish = %v, %v", errs, err)
 			}
 			got := get(t, s, tenant, tk.ID)
-			if got.Status != status || got.Version <= c.Version || !got.LeaseUntil.IsZero() ||
+			if got.Status != status || got.Version != c.Version+1 || !got.LeaseUntil.IsZero() ||
 				!sameTime(got.FinishedAt, now) || !sameTime(got.UpdatedAt, now) || got.AttemptNumber != 1 ||
 				got.LastError != f.LastError || got.LastStatus != f.LastStatus {
 				t.Errorf("finished = %s v%d lease %v finished %v updated %v attempt %d last %q/%d; want %s v>%d no lease at %v, 1, %q/%d",
