@@ -152,7 +152,7 @@ func testClaimLater(t *testing.T, newStore NewStore) {
 	finish(t, s, retry, store.Pending, t0) // due t0+1s
 	var later []store.Due
 	got, err := s.TaskClaim(context.Background(), store.ClaimParams{Now: t0, Lease: 30 * time.Second,
-		IDs: []string{now.ID, future.ID, leased.ID, done.ID, retry.ID, "no-such-task", future.ID},
+		IDs:   []string{now.ID, future.ID, leased.ID, done.ID, retry.ID, "no-such-task", future.ID},
 		Later: func(d store.Due) { later = append(later, d) }})
 	if err != nil || len(got) != 1 || got[0].ID != now.ID {
 		t.Fatalf("TaskClaim = %v, %v; want %s", ids(got), err, now.ID)
