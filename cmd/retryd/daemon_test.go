@@ -181,6 +181,7 @@ type task struct {
 	Status         string `json:"status"`
 	AttemptNumber  int    `json:"attemptNumber"`
 	LastError      string `json:"lastError"`
+	CreatedAt      int64  `json:"createdAt"`
 }
 
 type attempt struct {
