@@ -40,7 +40,7 @@ func (s *Store) TaskCreateBatch(ctx context.Context, in []*store.Task) ([]store.
 		}
 	}
 	var res []store.CreateResult
-	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
+	err := s.write(ctx, &writeOp{shared: true, run: func(w *wtx) error {
 		// The writer may run this again (see runBatch): start afresh.
 		res = make([]store.CreateResult, len(ts))
 		for i := range ts {
@@ -69,31 +69,22 @@ func (s *Store) TaskCreateBatch(ctx context.Context, in []*store.Task) ([]store.
 }
 
 // create inserts t, returning nil, or the task its idempotency key already
-// names, or ErrConflict.
+// names, or ErrConflict. The insert is tried first, since a new key is the
+// common case: a taken key or ID makes it insert nothing, and only then is
+// the stored task looked up.
 func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	var seq int64
-	var hash string
-	err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,
-		t.Tenant, t.IdempotencyKey).Scan(&seq, &hash)
-	switch {
-	case err == nil && hash != t.RequestHash:
-		return nil, fmt.Errorf("idempotency key %q names another request: %w", t.IdempotencyKey, store.ErrConflict)
-	case err == nil:
-		return w.taskBySeq(seq)
-	case !errors.Is(err, sql.ErrNoRows):
-		return nil, err
-	}
-	if err := w.queryRow(`SELECT seq FROM tasks WHERE id = ?`, t.ID).Scan(&seq); err == nil {
-		return nil, fmt.Errorf("task id %s is taken: %w", t.ID, store.ErrConflict)
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return nil, err
-	}
-	if err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
+	err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
 		wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
 		claimed_at, version, log_count, created_at, updated_at, finished_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0) RETURNING seq`,
+		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0)
+		ON CONFLICT DO NOTHING RETURNING seq`,
 		t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, ms(t.NextAttemptAt),
-		ms(t.BudgetStart), ms(t.CreatedAt)).Scan(&seq); err != nil {
+		ms(t.BudgetStart), ms(t.CreatedAt)).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return w.taken(t)
+	}
+	if err != nil {
 		return nil, err
 	}
 	body := t.Body
@@ -106,6 +97,25 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	}
 	w.move("", store.Pending)
 	return nil, nil
+}
+
+// taken explains why t could not be inserted: its idempotency key names a
+// task (the same request: that task; another: ErrConflict), or its ID is
+// another task's.
+func (w *wtx) taken(t *store.Task) (*store.Task, error) {
+	var seq int64
+	var hash string
+	err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,
+		t.Tenant, t.IdempotencyKey).Scan(&seq, &hash)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("task id %s is taken: %w", t.ID, store.ErrConflict)
+	case err != nil:
+		return nil, err
+	case hash != t.RequestHash:
+		return nil, fmt.Errorf("idempotency key %q names another request: %w", t.IdempotencyKey, store.ErrConflict)
+	}
+	return w.taskBySeq(seq)
 }
 
 // TaskGet returns one task of tenant.

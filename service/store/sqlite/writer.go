@@ -20,8 +20,13 @@ const maxBatchOps = 256
 // called more than once, in successive transactions (see runBatch), so it
 // must set all its results each time.
 type writeOp struct {
-	ctx    context.Context
-	run    func(*wtx) error
+	ctx context.Context
+	run func(*wtx) error
+	// shared says that run keeps its refusals in results of its own and
+	// fails only when the transaction must not commit: such ops of a batch
+	// run as one unit, without the cost of telling a refusal from a
+	// failure after each (see try).
+	shared bool
 	finish []store.Finish
 	errs   []error    // finish's per-item results
 	done   chan error // buffered: the writer never blocks on a caller
@@ -88,12 +93,19 @@ func (s *Store) runBatch(ops []*writeOp) {
 	// units are what runs: each op with a run func, and all finishes as one.
 	var units []func(*wtx) error
 	var owners [][]*writeOp
-	finishAt := -1
-	var finishes []*writeOp
+	finishAt, sharedAt := -1, -1
+	var finishes, shared []*writeOp
 	for _, op := range ops {
 		switch {
 		case op.ctx.Err() != nil:
 			op.done <- op.ctx.Err()
+		case op.run != nil && op.shared:
+			if sharedAt < 0 {
+				sharedAt = len(units)
+				units = append(units, nil)
+				owners = append(owners, nil)
+			}
+			shared = append(shared, op)
 		case op.run != nil:
 			units = append(units, op.run)
 			owners = append(owners, []*writeOp{op})
@@ -109,6 +121,17 @@ func (s *Store) runBatch(ops []*writeOp) {
 	if finishAt >= 0 {
 		units[finishAt] = func(w *wtx) error { return finishMerged(w, finishes) }
 		owners[finishAt] = finishes
+	}
+	if sharedAt >= 0 {
+		units[sharedAt] = func(w *wtx) error {
+			for _, op := range shared {
+				if err := op.run(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		owners[sharedAt] = shared
 	}
 	if len(units) == 0 {
 		return
