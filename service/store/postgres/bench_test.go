@@ -100,12 +100,6 @@ func BenchmarkClaimFinishInstances(b *testing.B) {
 	}
 }
 
-// BenchmarkCreate creates tasks one call at a time and from 16 goroutines
-// at once.
-func BenchmarkCreate(b *testing.B) {
-	storetest.BenchCreate(b, func(b *testing.B) store.Store { return open(b, newSchema(b)) }, 1, 16)
-}
-
 // BenchmarkListenLag measures when another store's Listen reports a task
 // that TaskCreate makes, one create at a time: from the call (p50-ms,
 // p99-ms), which includes the commit, and from its return (after-p99-ms),

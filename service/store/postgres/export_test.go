@@ -17,3 +17,7 @@ func MigrateFS(ctx context.Context, url string, fsys fs.FS, opts ...Option) erro
 func Note(d store.Due) string { return note(d) }
 
 func ParseNote(payload string) (store.Due, bool) { return parseNote(payload) }
+
+// WithCreateRuns sets how many batches of TaskCreate calls run at once,
+// for the benchmark that chose createRuns.
+func WithCreateRuns(n int) Option { return func(c *config) { c.createRuns = n } }

@@ -69,7 +69,12 @@ import (
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/coalesce"
 )
+
+// createRuns is how many batches of TaskCreate calls a Store runs at once.
+// TODO(batch): measured.
+const createRuns = 2
 
 // DefaultReconnect returns the backoff between Listen's attempts to
 // reconnect: exponential from 100ms to 5s, with full jitter.
@@ -81,9 +86,10 @@ func DefaultReconnect() backoff.Policy {
 type Option func(*config)
 
 type config struct {
-	schema    string
-	logger    *slog.Logger
-	reconnect backoff.Policy
+	schema     string
+	logger     *slog.Logger
+	reconnect  backoff.Policy
+	createRuns int // for benchmarks; see createRuns
 }
 
 // WithSchema keeps the store's tables in schema, which must exist: it
@@ -108,6 +114,10 @@ type Store struct {
 	channel   string
 	log       *slog.Logger
 	reconnect retry.Policy
+
+	// creates gathers concurrent TaskCreate calls into TaskCreateBatch
+	// calls: each commit, and each NOTIFY, then serves many creates.
+	creates *coalesce.Coalescer[*store.Task, store.CreateResult]
 
 	life      context.Context // cancelled by Close
 	stop      context.CancelFunc
@@ -161,6 +171,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 			Logger:      cfg.logger,
 		},
 	}
+	if cfg.createRuns <= 0 {
+		cfg.createRuns = createRuns
+	}
+	s.creates = coalesce.New(coalesce.Config[*store.Task, store.CreateResult]{
+		Run: s.TaskCreateBatch, MaxRuns: cfg.createRuns})
 	s.life, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }

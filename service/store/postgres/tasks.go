@@ -13,66 +13,22 @@ import (
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
 )
 
-// createSQL inserts a task unless its ID or idempotency key is taken, in
-// which case it returns no row. ON CONFLICT waits for a conflicting insert
-// still in progress, so a concurrent twin is seen once it commits.
-const createSQL = `WITH ins AS (
-	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
-		headers, body, body_binary, created_at)
-	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11)
-	ON CONFLICT DO NOTHING RETURNING seq
-), run AS (
-	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
-		attempt_number, last_status, status, last_error)
-	SELECT seq, 1, $12, $12, $13, $11, 0, 0, 0, 'PENDING', ''::bytea FROM ins
-), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s FROM ins),
-` + countsCTE + `
-SELECT ins.seq FROM ins, LATERAL pg_notify($14, $15)`
-
 // TaskCreate stores a new task or returns the one its idempotency key
-// already names; see store.Store. It is one statement, which also sends
-// the task's notification (see Listen).
+// already names; see store.Store. It is an item of a TaskCreateBatch that
+// it shares with the creates under way at the same time (see
+// Store.creates), so that they share one statement and one commit.
 func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
 	}
-	t := *in
-	if err := t.CreateDefaults(); err != nil {
+	r, err := s.creates.Do(ctx, in)
+	if err != nil && ctx.Err() != nil {
 		return nil, false, fmt.Errorf("postgres: create task: %w", err)
 	}
-	if !textOK(t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method, t.TargetURL) {
-		return nil, false, fmt.Errorf("postgres: create task: a field holds a NUL byte or invalid UTF-8: %w", store.ErrInvalid)
-	}
-	headers, err := encodeHeaders(t.Headers)
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: create task: %w: %w", store.ErrInvalid, err)
+		return nil, false, err // the batch's, which says what it was
 	}
-	body := t.Body
-	if body == nil {
-		body = []byte{}
-	}
-	var seq int64
-	err = s.pool.QueryRow(ctx, createSQL, t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method,
-		t.TargetURL, headers, body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt), ts(t.BudgetStart),
-		s.channel, note(store.Due{ID: t.ID, At: t.NextAttemptAt, Version: 1})).Scan(&seq)
-	if err == nil {
-		return store.Created(&t), true, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, s.fail("create task", err)
-	}
-	stored, _, err := scanTask(s.pool.QueryRow(ctx, taskSelect+` WHERE t.tenant = $1 AND t.idempotency_key = $2`,
-		t.Tenant, t.IdempotencyKey))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, false, fmt.Errorf("postgres: create task: task id %s is taken: %w", t.ID, store.ErrConflict)
-	case err != nil:
-		return nil, false, s.fail("create task", err)
-	case stored.RequestHash != t.RequestHash:
-		return nil, false, fmt.Errorf("postgres: create task: idempotency key %q names another request: %w",
-			t.IdempotencyKey, store.ErrConflict)
-	}
-	return stored, false, nil
+	return r.Task, r.Created, r.Err
 }
 
 // TaskGet returns one task of tenant.
@@ -190,18 +146,4 @@ func statusLists(statuses []store.Status) (states, exact string, err error) {
 	}
 	slices.Sort(ex)
 	return states, strings.Join(slices.Compact(ex), ", "), nil
-}
-
-// TaskCreateBatch creates tasks one after another.
-// TODO(batch): one round trip and one commit for the whole batch.
-func (s *Store) TaskCreateBatch(ctx context.Context, ts []*store.Task) ([]store.CreateResult, error) {
-	res := make([]store.CreateResult, len(ts))
-	for i, t := range ts {
-		stored, created, err := s.TaskCreate(ctx, t)
-		if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrInvalid) {
-			return nil, err
-		}
-		res[i] = store.CreateResult{Task: stored, Created: created, Err: err}
-	}
-	return res, nil
 }
