@@ -4,7 +4,8 @@
 //
 //	retryd [serve] [flags]   serve the API, /metrics, /healthz and /readyz
 //	retryd migrate [flags]   apply the store's schema migrations and exit
-//	retryd bench [flags]     measure attempts/s and dispatch lag in process
+//	retryd bench [flags]     measure what users see through the HTTP API of a
+//	                         retryd it starts, then the scheduler loop in process
 //
 // With no flags it keeps its store in ./retryd.db and listens on
 // 127.0.0.1:8080. Every flag has an environment fallback (a flag given on

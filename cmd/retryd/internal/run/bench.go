@@ -2,38 +2,34 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"strconv"
-	"sync"
-	"sync/atomic"
+	"slices"
+	"strings"
 	"time"
 
-	"github.com/retrykit/retry"
-	"github.com/retrykit/retry/backoff"
-	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/scheduler"
-	"github.com/retrykit/retry/service/store"
-	"github.com/retrykit/retry/service/store/sqlite"
 )
 
 // benchConfig is what the bench flags say.
 type benchConfig struct {
+	mode     string
+	store    string
 	dir      string
-	tasks    int
+	clients  int
+	tasks    int // 0: the mode's default (defaultAPITasks, defaultLoopTasks)
+	batch    int
+	rate     int // 0: the mode's default (defaultAPIRate, defaultLoopRate)
+	duration time.Duration
+	timeout  time.Duration
+	runs     []string
 	attempts int
 	workers  int
-	rate     int
 	ahead    time.Duration
-	duration time.Duration
 	skipTput bool
 	skipLag  bool
 	cpuProf  string
@@ -41,81 +37,180 @@ type benchConfig struct {
 	target   string
 }
 
-// Bench measures retryd's scheduler, dispatcher and store together, in
-// process, against an HTTP target on 127.0.0.1, and writes a report to
-// stdout. Two runs:
+// Defaults of the flags whose default depends on the run: the API runs
+// create as many tasks as users would to see a steady rate, while the
+// loop keeps the figures it has always had.
+const (
+	defaultAPITasks  = 20000
+	defaultLoopTasks = 2000
+	defaultAPIRate   = 500
+	defaultLoopRate  = 2000
+	maxBatch         = 1000 // the batch endpoint's limit
+)
+
+// The modes of the bench, and its API runs.
+const (
+	modeAPI  = "api"
+	modeLoop = "loop"
+	modeAll  = "all"
+
+	runSingle = "single"
+	runBatch  = "batch"
+	runSteady = "steady"
+	runRetry  = "retry"
+)
+
+var allRuns = []string{runSingle, runBatch, runSteady, runRetry}
+
+// Bench measures retryd and writes a report to stdout. By default it runs
+// the API runs, then the loop's throughput run.
 //
-//   - throughput: --tasks tasks, each answered 503 until its --attempts-th
-//     attempt, with no backoff delay, so every attempt is a claim, a call
-//     and a durable finish; it reports attempts per second.
-//   - lag: tasks created at --rate per second for --duration, each due
-//     --ahead after its creation; it reports p50/p99/max dispatch lag (an
-//     attempt's start minus its due time).
+// The API runs (--mode api) measure what users see: each starts this
+// binary as a separate `retryd serve` process on fresh data in the store
+// --store names, and drives it only through its HTTP API, from --clients
+// goroutines with a keep-alive connection each, against a loopback target
+// served by the bench:
 //
-// The store is the embedded SQLite one, in a new file, with its normal
-// durability (WAL, synchronous=FULL, group commit). The target is lean by
-// default (see targetLean); --target net/http makes it Go's server.
+//   - single: --tasks tasks, one POST /retry-tasks each, flat out; tasks/s
+//     from the first create until every task was answered 200 by the
+//     target and counted SUCCEEDED by the API, and create latency;
+//   - batch: the same in POST /retry-tasks/batch requests of --batch tasks
+//     (skipped when the endpoint is missing);
+//   - steady: creates paced at --rate for --duration: create latency;
+//   - retry: the same paced creates, each task answered 503 once, then
+//     200, under a fixed 1 s delay: the second attempt's lag behind its
+//     due time.
+//
+// Every API run checks what the target saw against what the API
+// acknowledged; a task lost or retried early fails the bench.
+//
+// The loop runs (--mode loop) measure the scheduler, dispatcher and store
+// together, in process, with tasks created before the clock starts (see
+// benchThroughput and benchLag).
 func Bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var c benchConfig
-	fs := flag.NewFlagSet("retryd bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.dir, "dir", "", "folder for the benchmark's store file (default: a new temporary folder)")
-	fs.IntVar(&c.tasks, "tasks", 2000, "throughput run: number of tasks")
-	fs.IntVar(&c.attempts, "attempts", 10, "throughput run: attempts each task makes (all but the last answered 503)")
-	fs.IntVar(&c.workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
-	fs.IntVar(&c.rate, "rate", 2000, "lag run: tasks coming due per second")
-	fs.DurationVar(&c.ahead, "ahead", time.Second, "lag run: how far ahead of its creation each task is due")
-	fs.DurationVar(&c.duration, "duration", 10*time.Second, "lag run: how long tasks keep coming")
-	fs.BoolVar(&c.skipTput, "skip-throughput", false, "skip the throughput run")
-	fs.BoolVar(&c.skipLag, "skip-lag", false, "skip the lag run")
-	fs.StringVar(&c.target, "target", targetLean, "the loopback target: "+targetLean+" (a minimal HTTP/1.1 responder, so that the figures are retryd's) or "+targetNetHTTP+" (Go's server)")
-	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write a CPU profile of the runs to this `file`")
-	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the runs to this `file`")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	c, given, err := parseBench(args, stderr)
+	if err != nil {
+		return err
 	}
 	if c.cpuProf != "" {
 		f, err := os.Create(c.cpuProf)
 		if err != nil {
-			return err
+			return fmt.Errorf("cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+			return fmt.Errorf("cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
 	if c.memProf != "" {
 		defer writeAllocs(c.memProf, stderr)
 	}
-	if c.tasks < 1 || c.attempts < 1 || c.rate < 1 || c.duration <= 0 {
-		return usageError{fmt.Errorf("--tasks, --attempts, --rate and --duration must be positive")}
-	}
-	tg, err := startTarget(c.target, c.attempts)
+	bs, err := openBenchStore(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer tg.Close()
-	dir := c.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "retryd-bench-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	failed := false
+	defer func() { bs.close(!failed) }()
+
+	fmt.Fprint(stdout, benchHeader(bs, c.target))
+	var errs []error
+	if c.mode != modeLoop {
+		tasks, rate := orDefault(c.tasks, defaultAPITasks), orDefault(c.rate, defaultAPIRate)
+		errs = append(errs, benchAPI(ctx, c, tasks, rate, bs, stdout))
 	}
-	fmt.Fprintf(stdout, "retryd bench: store sqlite (WAL, synchronous=FULL, group commit) in %s; target http://%s (%s); workers %d\n",
-		dir, tg.addr, c.target, c.workers)
-	if !c.skipTput {
-		if err := benchThroughput(ctx, c, tg, filepath.Join(dir, "throughput.db"), stdout); err != nil {
-			return err
+	if c.mode != modeAPI && ctx.Err() == nil {
+		lc := c
+		lc.tasks, lc.rate = orDefault(c.tasks, defaultLoopTasks), orDefault(c.rate, defaultLoopRate)
+		// With every run, the loop adds its throughput only: the API runs
+		// say what users see of lag.
+		lc.skipLag = c.skipLag || (c.mode == modeAll && !given["skip-lag"])
+		errs = append(errs, benchLoop(ctx, lc, bs, stdout))
+	}
+	fmt.Fprintf(stdout, "load average after: %s\n", loadAverages())
+	err = errors.Join(errs...)
+	failed = err != nil
+	if failed && bs.dir != "" {
+		fmt.Fprintf(stdout, "kept %s for a look (store files and retryd logs)\n", bs.dir)
+	}
+	return err
+}
+
+// parseBench reads the bench flags and reports which were given.
+func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, error) {
+	var c benchConfig
+	fs := flag.NewFlagSet("retryd bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.mode, "mode", modeAll, "what to measure: "+modeAPI+" (through the HTTP API of a retryd process), "+
+		modeLoop+" (the scheduler in process) or "+modeAll+" (the API runs, then the loop's throughput)")
+	fs.StringVar(&c.store, "store", "sqlite", "the store: sqlite (a new file per run), postgres://… (a new schema per run) or redis://… (a new key prefix per run)")
+	fs.StringVar(&c.dir, "dir", "", "folder in which the bench makes its own folder, for SQLite files and retryd logs (default: the temporary folder)")
+	fs.IntVar(&c.clients, "clients", 8, "API runs: clients, each with its own keep-alive connection")
+	fs.IntVar(&c.tasks, "tasks", 0, fmt.Sprintf("tasks of the single and batch API runs (default %d) and of the loop's throughput run (default %d)", defaultAPITasks, defaultLoopTasks))
+	fs.IntVar(&c.batch, "batch", 100, fmt.Sprintf("batch API run: tasks per request (1 to %d)", maxBatch))
+	fs.IntVar(&c.rate, "rate", 0, fmt.Sprintf("creates per second of the steady and retry API runs (default %d) and of the loop's lag run (default %d)", defaultAPIRate, defaultLoopRate))
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long the paced runs keep creating")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "API runs: bound on each run, from its first create until every task succeeded")
+	runs := fs.String("runs", strings.Join(allRuns, ","), "API runs to make, of "+strings.Join(allRuns, ","))
+	fs.IntVar(&c.attempts, "attempts", 10, "loop throughput run: attempts each task makes (all but the last answered 503)")
+	fs.IntVar(&c.workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
+	fs.DurationVar(&c.ahead, "ahead", time.Second, "loop lag run: how far ahead of its creation each task is due")
+	fs.BoolVar(&c.skipTput, "skip-throughput", false, "skip the loop's throughput run")
+	fs.BoolVar(&c.skipLag, "skip-lag", false, "skip the loop's lag run (with --mode all it is skipped unless --skip-lag=false)")
+	fs.StringVar(&c.target, "target", targetLean, "the loopback target: "+targetLean+" (a minimal HTTP/1.1 responder, so that the figures are retryd's) or "+targetNetHTTP+" (Go's server)")
+	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write a CPU profile of the bench process (with --mode api: the clients and target only) to this `file`")
+	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the bench process to this `file`")
+	if err := fs.Parse(args); err != nil {
+		return c, nil, usageError{err}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var bad []string
+	if fs.NArg() > 0 {
+		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	if !slices.Contains([]string{modeAPI, modeLoop, modeAll}, c.mode) {
+		bad = append(bad, fmt.Sprintf("--mode %q: want %s, %s or %s", c.mode, modeAPI, modeLoop, modeAll))
+	}
+	for _, name := range []string{"tasks", "rate"} {
+		if given[name] && fs.Lookup(name).Value.String() == "0" {
+			bad = append(bad, "--"+name+" must be positive")
 		}
 	}
-	if !c.skipLag {
-		if err := benchLag(ctx, c, tg, filepath.Join(dir, "lag.db"), stdout); err != nil {
-			return err
+	if c.tasks < 0 || c.rate < 0 || c.clients < 1 || c.attempts < 1 || c.workers < 1 || c.duration <= 0 || c.timeout <= 0 {
+		bad = append(bad, "--tasks, --rate, --clients, --attempts, --workers, --duration and --timeout must be positive")
+	}
+	if c.batch < 1 || c.batch > maxBatch {
+		bad = append(bad, fmt.Sprintf("--batch %d: want 1 to %d", c.batch, maxBatch))
+	}
+	if c.target != targetLean && c.target != targetNetHTTP {
+		bad = append(bad, fmt.Sprintf("--target %q: want %s or %s", c.target, targetLean, targetNetHTTP))
+	}
+	for r := range strings.SplitSeq(*runs, ",") {
+		switch r = strings.TrimSpace(r); {
+		case r == "":
+		case slices.Contains(allRuns, r):
+			if !slices.Contains(c.runs, r) {
+				c.runs = append(c.runs, r)
+			}
+		default:
+			bad = append(bad, fmt.Sprintf("--runs: %q is not one of %s", r, strings.Join(allRuns, ",")))
 		}
 	}
-	return nil
+	if _, err := benchStoreKind(c.store); err != nil {
+		bad = append(bad, err.Error())
+	}
+	if len(bad) > 0 {
+		return c, nil, usageError{errors.New(strings.Join(bad, "; "))}
+	}
+	return c, given, nil
+}
+
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }
 
 // writeAllocs writes the allocations made so far to path, for go tool pprof
@@ -129,113 +224,3 @@ func writeAllocs(path string, stderr io.Writer) {
 		fmt.Fprintf(stderr, "retryd bench: memprofile: %v\n", err)
 	}
 }
-
-// rig is one store and scheduler under measurement.
-type rig struct {
-	st    *sqlite.Store
-	sched *scheduler.Scheduler
-	rec   *benchRecorder
-	disp  *dispatch.Dispatcher
-}
-
-func newRig(ctx context.Context, path string, workers int, policy retry.Policy) (*rig, error) {
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := json.Marshal(policy)
-	if err == nil {
-		_, _, err = st.PolicyPut(ctx, &store.Policy{Tenant: "bench", ID: "bench", Spec: spec})
-	}
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	disp := dispatch.New(dispatch.Config{
-		Guard:          dispatch.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
-		MaxIdlePerHost: workers,
-	})
-	rec := &benchRecorder{}
-	sched, err := scheduler.New(scheduler.Config{Store: st, Dispatcher: disp, Recorder: rec, Workers: workers,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &rig{st: st, sched: sched, rec: rec, disp: disp}, nil
-}
-
-func (r *rig) close() {
-	r.disp.Close()
-	r.st.Close()
-}
-
-// createTasks creates n tasks due at due(i), 64 at a time so that the
-// store's group commit shares its fsyncs, and wakes the scheduler for each.
-func (r *rig) createTasks(ctx context.Context, url string, n int, due func(i int) time.Time) error {
-	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		first error
-		once  sync.Once
-	)
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				if err := r.createTask(ctx, url, i, due(i)); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
-func (r *rig) createTask(ctx context.Context, url string, i int, due time.Time) error {
-	t, _, err := r.st.TaskCreate(ctx, &store.Task{
-		Tenant: "bench", TargetURL: url, Method: "POST", Body: []byte(`{"n":` + strconv.Itoa(i) + `}`),
-		PolicyID: "bench", RequestHash: strconv.Itoa(i), NextAttemptAt: due,
-	})
-	if err != nil {
-		return fmt.Errorf("create task: %w", err)
-	}
-	r.sched.Wake(t.Due())
-	return nil
-}
-
-// benchRecorder counts what the scheduler reports and keeps every lag.
-type benchRecorder struct {
-	mu       sync.Mutex
-	lags     []time.Duration
-	attempts atomic.Int64
-	terminal atomic.Int64
-}
-
-func (b *benchRecorder) Lag(d time.Duration) {
-	b.mu.Lock()
-	b.lags = append(b.lags, d)
-	b.mu.Unlock()
-}
-
-func (b *benchRecorder) Attempt(outcome, policy string)       { b.attempts.Add(1) }
-func (b *benchRecorder) Terminal(store.Status, time.Duration) { b.terminal.Add(1) }
-func (b *benchRecorder) waitTerminal(ctx context.Context, n int64) error {
-	for b.terminal.Load() < n {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
-}
-
-// benchPolicy retries at once, up to attempts calls.
-func benchPolicy(attempts int) retry.Policy {
-	return retry.Policy{MaxAttempts: attempts, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 0, Max: time.Second, Jitter: backoff.NoJitter}}
-}
-
-var _ scheduler.Recorder = (*benchRecorder)(nil)

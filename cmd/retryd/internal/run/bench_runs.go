@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-func benchThroughput(ctx context.Context, c benchConfig, tg *target, path string, out io.Writer) error {
-	tg.fail.Store(int32(c.attempts))
-	r, err := newRig(ctx, path, c.workers, benchPolicy(c.attempts))
+func benchThroughput(ctx context.Context, c benchConfig, tg *target, sc Config, out io.Writer) error {
+	r, err := newRig(ctx, sc, c.workers, benchPolicy(c.attempts))
 	if err != nil {
 		return err
 	}
@@ -40,15 +39,14 @@ func benchThroughput(ctx context.Context, c benchConfig, tg *target, path string
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "throughput: %d tasks created in %v (%.0f/s); %d attempts (%d per task, durable claim + call + finish each) in %v = %.0f attempts/s%s\n",
+	fmt.Fprintf(out, "loop throughput: %d tasks created in %v (%.0f/s); %d attempts (%d per task, durable claim + call + finish each) in %v = %.0f attempts/s%s\n",
 		c.tasks, created.Round(time.Millisecond), float64(c.tasks)/created.Seconds(),
 		n, c.attempts, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), cost)
 	return nil
 }
 
-func benchLag(ctx context.Context, c benchConfig, tg *target, path string, out io.Writer) error {
-	tg.fail.Store(1) // success at once
-	r, err := newRig(ctx, path, c.workers, benchPolicy(1))
+func benchLag(ctx context.Context, c benchConfig, tg *target, sc Config, out io.Writer) error {
+	r, err := newRig(ctx, sc, c.workers, benchPolicy(1))
 	if err != nil {
 		return err
 	}
@@ -86,7 +84,7 @@ func benchLag(ctx context.Context, c benchConfig, tg *target, path string, out i
 	lags := slices.Clone(r.rec.lags)
 	slices.Sort(lags)
 	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
-	fmt.Fprintf(out, "lag: %d tasks, %d due per second for %v, each due %v after creation: dispatch lag (attempt start - due time) p50 %v, p99 %v, max %v%s\n",
+	fmt.Fprintf(out, "loop lag: %d tasks, %d due per second for %v, each due %v after creation: dispatch lag (attempt start - due time) p50 %v, p99 %v, max %v%s\n",
 		total, c.rate, c.duration, c.ahead, round(q(0.50)), round(q(0.99)), round(lags[len(lags)-1]), cost)
 	return nil
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -23,13 +24,30 @@ const (
 )
 
 // target is the loopback HTTP server the benchmark calls. It answers 503
-// until a task's (Idempotency-Key's) fail-th attempt, then 200.
+// until a task's (Idempotency-Key's) fail-th attempt, then 200, and keeps
+// per key what it saw, for the correctness checks and the second-attempt
+// lag.
 type target struct {
 	addr string
 	ln   net.Listener
 	srv  *http.Server // for targetNetHTTP
-	seen sync.Map     // Idempotency-Key → *atomic.Int32
+	base time.Time    // the zero of the times in keyState, read on the monotonic clock
+	seen sync.Map     // Idempotency-Key → *keyState
 	fail atomic.Int32
+	// delivered counts the keys answered 200 at least once; requests,
+	// every request.
+	delivered atomic.Int64
+	requests  atomic.Int64
+}
+
+// keyState is what the target saw of one idempotency key. Times are
+// nanoseconds since target.base; 0 means not yet.
+type keyState struct {
+	n     atomic.Int32 // requests
+	ok    atomic.Int32 // 200s written
+	recv1 atomic.Int64 // request 1's head read
+	sent1 atomic.Int64 // response 1 about to be written
+	recv2 atomic.Int64 // request 2's head read
 }
 
 func startTarget(kind string, fail int) (*target, error) {
@@ -38,9 +56,9 @@ func startTarget(kind string, fail int) (*target, error) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("target: %w", err)
 	}
-	tg := &target{addr: ln.Addr().String(), ln: ln}
+	tg := &target{addr: ln.Addr().String(), ln: ln, base: time.Now()}
 	tg.fail.Store(int32(fail))
 	if kind == targetNetHTTP {
 		tg.srv = &http.Server{Handler: tg, ReadHeaderTimeout: 5 * time.Second}
@@ -51,22 +69,80 @@ func startTarget(kind string, fail int) (*target, error) {
 	return tg, nil
 }
 
-// answer counts an attempt of the task with idempotency key key and
-// returns the status to answer it with.
-func (tg *target) answer(key string) int {
+// now is the time since tg.base, never 0, so that 0 can mean "not yet".
+func (tg *target) now() int64 { return max(int64(time.Since(tg.base)), 1) }
+
+// arrive counts a request of the task with idempotency key key, read at
+// at, and returns the key's state, the request's number and the status to
+// answer it with.
+func (tg *target) arrive(key string, at int64) (*keyState, int32, int) {
+	tg.requests.Add(1)
 	v, ok := tg.seen.Load(key)
 	if !ok {
-		v, _ = tg.seen.LoadOrStore(key, new(atomic.Int32))
+		v, _ = tg.seen.LoadOrStore(key, new(keyState))
 	}
-	if n := v.(*atomic.Int32).Add(1); n < tg.fail.Load() {
-		return http.StatusServiceUnavailable
+	st := v.(*keyState)
+	n := st.n.Add(1)
+	switch n {
+	case 1:
+		st.recv1.Store(at)
+	case 2:
+		st.recv2.Store(at)
 	}
-	return http.StatusOK
+	if n < tg.fail.Load() {
+		return st, n, http.StatusServiceUnavailable
+	}
+	return st, n, http.StatusOK
+}
+
+// sending records when the response to request n of st is sent. The time
+// is read before the write, since retryd may have the response (and start
+// its retry delay) before a write call returns to a descheduled target: a
+// second attempt cannot then look early for a late reading.
+func (tg *target) sending(st *keyState, n int32) {
+	if n == 1 {
+		st.sent1.Store(tg.now())
+	}
+}
+
+// answered records that the response to request n of st, with status,
+// was written.
+func (tg *target) answered(st *keyState, status int) {
+	if status == http.StatusOK && st.ok.Add(1) == 1 {
+		tg.delivered.Add(1)
+	}
+}
+
+// state returns what the target saw of key, or nil.
+func (tg *target) state(key string) *keyState {
+	if v, ok := tg.seen.Load(key); ok {
+		return v.(*keyState)
+	}
+	return nil
+}
+
+// waitDelivered waits until n keys have been answered 200, or ctx ends.
+func (tg *target) waitDelivered(ctx context.Context, n int64) error {
+	for tg.delivered.Load() < n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 func (tg *target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := tg.now()
 	_, _ = io.Copy(io.Discard, r.Body)
-	w.WriteHeader(tg.answer(r.Header.Get("Idempotency-Key")))
+	st, n, status := tg.arrive(r.Header.Get("Idempotency-Key"), at)
+	tg.sending(st, n)
+	w.WriteHeader(status)
+	// The response is on its way only once flushed.
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	tg.answered(st, status)
 }
 
 func (tg *target) Close() {
@@ -103,16 +179,20 @@ func (tg *target) leanConn(c net.Conn) {
 		if err != nil {
 			return
 		}
+		at := tg.now()
 		if _, err := br.Discard(length); err != nil {
 			return
 		}
+		st, n, status := tg.arrive(key, at)
 		resp := lean200
-		if tg.answer(key) != http.StatusOK {
+		if status != http.StatusOK {
 			resp = lean503
 		}
+		tg.sending(st, n)
 		if _, err := c.Write(resp); err != nil {
 			return
 		}
+		tg.answered(st, status)
 	}
 }
 

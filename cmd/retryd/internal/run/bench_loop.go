@@ -1,0 +1,176 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/scheduler"
+	"github.com/retrykit/retry/service/store"
+)
+
+// benchLoop makes the loop runs, each on fresh data in the bench's store:
+//
+//   - throughput: c.tasks tasks, each answered 503 until its c.attempts-th
+//     attempt, with no backoff delay, so every attempt is a claim, a call
+//     and a durable finish; it reports attempts per second.
+//   - lag: tasks created at c.rate per second for c.duration, each due
+//     c.ahead after its creation; it reports p50/p99/max dispatch lag (an
+//     attempt's start minus its due time).
+func benchLoop(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer) error {
+	var errs []error
+	if !c.skipTput {
+		errs = append(errs, loopRun(ctx, c, bs, "loop-throughput", c.attempts, out, benchThroughput))
+	}
+	if !c.skipLag && ctx.Err() == nil {
+		errs = append(errs, loopRun(ctx, c, bs, "loop-lag", 1, out, benchLag))
+	}
+	return errors.Join(errs...)
+}
+
+// loopRun gives run a target answering 503 until each task's fail-th
+// attempt and a fresh store, and cleans up after it.
+func loopRun(ctx context.Context, c benchConfig, bs *benchStore, name string, fail int, out io.Writer,
+	run func(context.Context, benchConfig, *target, Config, io.Writer) error) error {
+	tg, err := startTarget(c.target, fail)
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	data, err := bs.fresh(ctx, name)
+	if err != nil {
+		return err
+	}
+	err = run(ctx, c, tg, data.config(), out)
+	if derr := data.drop(); derr != nil {
+		err = errors.Join(err, derr)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// rig is one store and scheduler under measurement, in process.
+type rig struct {
+	st    store.Store
+	sched *scheduler.Scheduler
+	rec   *benchRecorder
+	disp  *dispatch.Dispatcher
+}
+
+func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy) (*rig, error) {
+	log := slog.New(slog.DiscardHandler)
+	o, err := openStore(ctx, sc, log)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := json.Marshal(policy)
+	if err == nil {
+		_, _, err = o.PolicyPut(ctx, &store.Policy{Tenant: "bench", ID: "bench", Spec: spec})
+	}
+	if err != nil {
+		o.Close()
+		return nil, fmt.Errorf("register the policy: %w", err)
+	}
+	disp := dispatch.New(dispatch.Config{
+		Guard:          dispatch.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
+		MaxIdlePerHost: workers,
+	})
+	rec := &benchRecorder{}
+	// Tasks are created in this process, which wakes the scheduler itself:
+	// no change feed is needed, whatever the store.
+	sched, err := scheduler.New(scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Workers: workers, Logger: log})
+	if err != nil {
+		disp.Close()
+		o.Close()
+		return nil, err
+	}
+	return &rig{st: o, sched: sched, rec: rec, disp: disp}, nil
+}
+
+func (r *rig) close() {
+	r.disp.Close()
+	r.st.Close()
+}
+
+// createTasks creates n tasks due at due(i), 64 at a time so that the
+// store's group commit shares its fsyncs, and wakes the scheduler for each.
+func (r *rig) createTasks(ctx context.Context, url string, n int, due func(i int) time.Time) error {
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		first error
+		once  sync.Once
+	)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+				if err := r.createTask(ctx, url, i, due(i)); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (r *rig) createTask(ctx context.Context, url string, i int, due time.Time) error {
+	t, _, err := r.st.TaskCreate(ctx, &store.Task{
+		Tenant: "bench", TargetURL: url, Method: "POST", Body: []byte(`{"n":` + strconv.Itoa(i) + `}`),
+		PolicyID: "bench", RequestHash: strconv.Itoa(i), NextAttemptAt: due,
+	})
+	if err != nil {
+		return fmt.Errorf("create task: %w", err)
+	}
+	r.sched.Wake(t.Due())
+	return nil
+}
+
+// benchRecorder counts what the scheduler reports and keeps every lag.
+type benchRecorder struct {
+	mu       sync.Mutex
+	lags     []time.Duration
+	attempts atomic.Int64
+	terminal atomic.Int64
+}
+
+func (b *benchRecorder) Lag(d time.Duration) {
+	b.mu.Lock()
+	b.lags = append(b.lags, d)
+	b.mu.Unlock()
+}
+
+func (b *benchRecorder) Attempt(outcome, policy string)       { b.attempts.Add(1) }
+func (b *benchRecorder) Terminal(store.Status, time.Duration) { b.terminal.Add(1) }
+func (b *benchRecorder) waitTerminal(ctx context.Context, n int64) error {
+	for b.terminal.Load() < n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// benchPolicy retries at once, up to attempts calls.
+func benchPolicy(attempts int) retry.Policy {
+	return retry.Policy{MaxAttempts: attempts, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 0, Max: time.Second, Jitter: backoff.NoJitter}}
+}
+
+var _ scheduler.Recorder = (*benchRecorder)(nil)
