@@ -150,7 +150,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.IntVar(&c.batch, "batch", 100, fmt.Sprintf("batch API run: tasks per request (1 to %d)", maxBatch))
 	fs.IntVar(&c.rate, "rate", 0, fmt.Sprintf("creates per second of the steady and retry API runs (default %d) and of the loop's lag run (default %d)", defaultAPIRate, defaultLoopRate))
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long the paced runs keep creating")
-	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "API runs: bound on each run, from its first create until every task succeeded")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound on each run, from its first create until every task succeeded")
 	runs := fs.String("runs", strings.Join(allRuns, ","), "API runs to make, of "+strings.Join(allRuns, ","))
 	fs.IntVar(&c.attempts, "attempts", 10, "loop throughput run: attempts each task makes (all but the last answered 503)")
 	fs.IntVar(&c.workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")

@@ -151,7 +151,10 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 	r.benchCost = use.cost(int64(r.n))
 	r.verdict = r.check(ctx)
 	if derr == nil && werr != nil {
-		derr = fmt.Errorf("waiting for every task to succeed: %w (after %v)", werr, r.done.Sub(r.start).Round(time.Millisecond))
+		derr = fmt.Errorf("waiting for every task to succeed: %w", werr)
+	}
+	if errors.Is(derr, context.DeadlineExceeded) && ctx.Err() == nil {
+		derr = fmt.Errorf("did not finish within --timeout %v: %w", c.timeout, derr)
 	}
 	report(out, r)
 	fmt.Fprintf(out, "  %s\n", r.costLine())
@@ -159,10 +162,13 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 	for _, m := range r.errs.list() {
 		fmt.Fprintf(out, "  error: %s\n", m)
 	}
-	if derr != nil {
-		return derr
+	if derr == nil {
+		derr = r.verdict.err()
 	}
-	return r.verdict.err()
+	if derr != nil {
+		return fmt.Errorf("%w (retryd's log: %s)", derr, logPath)
+	}
+	return nil
 }
 
 // waitDone waits until the target has answered 200 for every task the API

@@ -52,7 +52,12 @@ func loopRun(ctx context.Context, c benchConfig, bs *benchStore, name string, fa
 	if err != nil {
 		return err
 	}
-	err = run(ctx, c, tg, data.config(), out)
+	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	err = run(runCtx, c, tg, data.config(), out)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("did not finish within --timeout %v: %w", c.timeout, err)
+	}
 	if derr := data.drop(); derr != nil {
 		err = errors.Join(err, derr)
 	}
