@@ -3,6 +3,8 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,8 +70,55 @@ func BenchmarkClaimFinish(b *testing.B) {
 	}
 }
 
-// BenchmarkCreate creates tasks one call at a time and from 64 goroutines
-// at once.
+// BenchmarkCreate creates tasks one call at a time and from 8 and 16
+// goroutines at once, as retryd's API handlers do.
 func BenchmarkCreate(b *testing.B) {
-	storetest.BenchCreate(b, func(b *testing.B) store.Store { return benchStore(b) }, 1, 64)
+	storetest.BenchCreate(b, func(b *testing.B) store.Store { return benchStore(b) }, 1, 8, 16)
+}
+
+// BenchmarkCreateBatch creates tasks with TaskCreateBatch, 100 at a time,
+// from one goroutine and from 8 at once (retryd's batch endpoint under
+// concurrent clients). The tasks are spread over 4 policies, so that a
+// batch spans several partitions.
+func BenchmarkCreateBatch(b *testing.B) {
+	const size = 100
+	for _, callers := range []int{1, 8} {
+		b.Run(fmt.Sprint("size=", size, ",callers=", callers), func(b *testing.B) {
+			s := benchStore(b)
+			ctx := context.Background()
+			var next atomic.Int64
+			m := storetest.StartMeter(b)
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Go(func() {
+					for {
+						end := int(next.Add(size))
+						start := end - size
+						if start >= b.N {
+							return
+						}
+						in := make([]*store.Task, min(end, b.N)-start)
+						for i := range in {
+							in[i] = &store.Task{Tenant: "bench", IdempotencyKey: fmt.Sprint("k", start+i),
+								TargetURL: "http://127.0.0.1:9/hook", Method: "POST", Body: []byte(`{"n":1}`),
+								PolicyID: fmt.Sprint("p", (start+i)%4)}
+						}
+						res, err := s.TaskCreateBatch(ctx, in)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						for _, r := range res {
+							if r.Err != nil || !r.Created {
+								b.Errorf("TaskCreateBatch item = %+v, want created", r)
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			m.Report(b, b.N)
+		})
+	}
 }

@@ -27,7 +27,14 @@ func ScriptNames(s *Store) map[string]string {
 // CreateCutShort runs the first step of TaskCreate only, as a process that
 // died between the two would have; t needs its ID and idempotency key.
 func CreateCutShort(ctx context.Context, s *Store, t *store.Task) error {
-	_, err := s.reserve(ctx, t, loc{part: s.Partition(t.Tenant, t.PolicyID), tenant: t.Tenant, policy: t.PolicyID})
+	return CreateBatchCutShort(ctx, s, []*store.Task{t})
+}
+
+// CreateBatchCutShort runs the first step of TaskCreateBatch only (the
+// reservations), as a process that died between the two would have; the
+// tasks need their IDs and idempotency keys.
+func CreateBatchCutShort(ctx context.Context, s *Store, ts []*store.Task) error {
+	_, err := s.reserve(ctx, s.newTasks(ts, make([]store.CreateResult, len(ts))))
 	return err
 }
 

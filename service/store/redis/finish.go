@@ -80,47 +80,22 @@ func (s *Store) TaskFinish(ctx context.Context, fs []store.Finish) ([]error, err
 	return errs, nil
 }
 
-// finishBatch is the finish script call of one partition: its keys (each
-// once, items name them by position), its arguments, and the index in fs
-// of each item.
+// finishBatch is the finish script call of one partition: its keys (items
+// name them by position), its arguments, and the index in fs of each item.
 type finishBatch struct {
+	keyList
 	part  int
-	keys  []string
-	pos   map[string]int // key → position
-	runs  map[[3]string]int
 	args  []any
 	items []int
 }
 
 func (s *Store) newFinishBatch(p int) *finishBatch {
-	b := &finishBatch{part: p, pos: map[string]int{}, runs: map[[3]string]int{}}
+	b := &finishBatch{part: p}
 	for _, k := range []string{s.k.due(p), s.k.lease(p), s.k.counts(p)} {
 		b.key(k)
 	}
 	b.args = []any{s.k.wake(p), s.logCap}
 	return b
-}
-
-// key returns the position (from 1, as in Lua) of k in the batch's keys.
-func (b *finishBatch) key(k string) int {
-	if n, ok := b.pos[k]; ok {
-		return n
-	}
-	b.keys = append(b.keys, k)
-	b.pos[k] = len(b.keys)
-	return len(b.keys)
-}
-
-// indexes returns the position of the first of three index keys, which the
-// script reads as a run: a run already there is reused, else all three are
-// appended (a key may then be in the batch twice, which is harmless).
-func (b *finishBatch) indexes(ix [3]string) int {
-	if n, ok := b.runs[ix]; ok {
-		return n
-	}
-	b.keys = append(b.keys, ix[:]...)
-	b.runs[ix] = len(b.keys) - 2
-	return len(b.keys) - 2
 }
 
 // add appends item i, f, of the task at l; see lua/finish.lua for the

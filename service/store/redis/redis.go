@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/coalesce"
 )
 
 // Defaults of Open's options.
@@ -86,6 +87,8 @@ type Store struct {
 	locs   locCache
 	turn   atomic.Uint64 // rotates which partition a fair claim serves first
 
+	creates *coalesce.Coalescer[*store.Task, store.CreateResult] // TaskCreate's batches
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -120,6 +123,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redis: open %s: %w: %w", where, store.ErrInvalid, err)
 	}
 	s := &Store{rdb: rdb, sc: newScripts(), logCap: cfg.logCap, log: cfg.logger, listen: cfg.listenBackoff}
+	s.creates = coalesce.New(coalesce.Config[*store.Task, store.CreateResult]{Run: s.createBatch, MaxRuns: createRuns})
 	err = s.checkVersion(ctx)
 	if err == nil {
 		err = s.setup(ctx, cfg)

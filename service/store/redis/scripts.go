@@ -68,7 +68,13 @@ func (s *Store) eval(ctx context.Context, calls ...*call) {
 		c.cmd = c.sc.Run(ctx, s.rdb, c.keys, c.args...)
 		return
 	}
-	pipe := s.rdb.Pipeline()
+	s.evalWith(ctx, s.rdb.Pipeline(), calls...)
+}
+
+// evalWith is eval with commands already queued in pipe, which run in the
+// same round trip, before the calls (on one node; a cluster's nodes run
+// their parts in parallel). Their outcomes are in their own Cmds.
+func (s *Store) evalWith(ctx context.Context, pipe goredis.Pipeliner, calls ...*call) {
 	for _, c := range calls {
 		c.cmd = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
@@ -78,4 +84,40 @@ func (s *Store) eval(ctx context.Context, calls ...*call) {
 			c.cmd = c.sc.Run(ctx, s.rdb, c.keys, c.args...)
 		}
 	}
+}
+
+// keyList gathers the KEYS of a script call whose arguments name keys by
+// position, each key once.
+type keyList struct {
+	keys []string
+	pos  map[string]int    // key → position
+	runs map[[3]string]int // three list indexes → position of the first
+}
+
+// key returns the position (from 1, as in Lua) of k in the list.
+func (b *keyList) key(k string) int {
+	if n, ok := b.pos[k]; ok {
+		return n
+	}
+	if b.pos == nil {
+		b.pos = map[string]int{}
+	}
+	b.keys = append(b.keys, k)
+	b.pos[k] = len(b.keys)
+	return len(b.keys)
+}
+
+// indexes returns the position of the first of three index keys, which
+// scripts read as a run: a run already there is reused, else all three
+// are appended (a key may then be in the list twice, which is harmless).
+func (b *keyList) indexes(ix [3]string) int {
+	if n, ok := b.runs[ix]; ok {
+		return n
+	}
+	if b.runs == nil {
+		b.runs = map[[3]string]int{}
+	}
+	b.keys = append(b.keys, ix[:]...)
+	b.runs[ix] = len(b.keys) - 2
+	return len(b.keys) - 2
 }

@@ -1,0 +1,244 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// createRuns is how many TaskCreateBatch calls the TaskCreate coalescer
+// keeps under way at once. TODO(measure)
+const createRuns = 2
+
+// TaskCreate stores a new task or returns the one its idempotency key
+// already names; see store.Store. Concurrent calls share their round trips:
+// a coalescer hands them to TaskCreateBatch together, without waiting for
+// company, so a lone call costs what a batch of one does (two round trips).
+func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
+	if err := s.open("create task"); err != nil {
+		return nil, false, err
+	}
+	r, err := s.creates.Do(ctx, in)
+	if err != nil {
+		return nil, false, s.fail("create task", err)
+	}
+	return r.Task, r.Created, r.Err
+}
+
+// TaskCreateBatch creates tasks as if one after another in order; see
+// store.Store.
+//
+// Three records in three slots make a task: its idempotency key, its ID
+// (both of which say where it lives) and its data in its partition. The
+// first two of every task are reserved in one pipeline (with the sequence
+// numbers, one INCRBY), then one create script per partition writes the
+// partition's tasks, with the clean-up of reservations the batch did not
+// need in the same pipeline: two round trips whatever the batch's size. A
+// third, before the scripts, comes only when an item takes over what an
+// earlier one of the batch reserved and gave up (the idempotency key of
+// an item whose ID was taken; an ID a repeat did not need, for another
+// tenant or policy).
+//
+// A create cut short between the steps leaves reservations without a
+// task: TaskGet does not find it, and a repeat of the request (same key,
+// same request hash) finishes the job. When err is not nil, some of the
+// tasks may have been created (Redis Cluster cannot make partitions one
+// atomic step, nor can a server failing between them); calling again with
+// the same items then completes the others and answers the created ones
+// as repeats.
+func (s *Store) TaskCreateBatch(ctx context.Context, ts []*store.Task) ([]store.CreateResult, error) {
+	if err := s.open("create tasks"); err != nil {
+		return nil, err
+	}
+	res, err := s.createBatch(ctx, ts)
+	if err != nil {
+		return nil, s.fail("create tasks", err)
+	}
+	return res, nil
+}
+
+// createBatch is TaskCreateBatch, its error not wrapped yet: the
+// coalescer's batches run it too.
+func (s *Store) createBatch(ctx context.Context, ts []*store.Task) ([]store.CreateResult, error) {
+	res := make([]store.CreateResult, len(ts))
+	items := s.newTasks(ts, res)
+	if len(items) == 0 {
+		return res, nil
+	}
+	p, err := s.reserve(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.resolve(s.parts); err != nil {
+		return nil, err
+	}
+	if err := s.takeOver(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := s.write(ctx, p); err != nil {
+		return nil, err
+	}
+	for _, x := range items {
+		res[x.i] = store.CreateResult{Task: x.stored, Created: x.created, Err: x.err}
+	}
+	return res, nil
+}
+
+// newTasks returns the valid items of ts with their defaults, where they
+// go, and the index of each; res gets the errors of the others.
+func (s *Store) newTasks(ts []*store.Task, res []store.CreateResult) []*newTask {
+	items := make([]*newTask, 0, len(ts))
+	for i, in := range ts {
+		x := &newTask{i: i, t: *in}
+		if err := x.t.CreateDefaults(); err != nil {
+			res[i].Err = fmt.Errorf("redis: create task: %w", err)
+			continue
+		}
+		x.l = loc{part: s.Partition(x.t.Tenant, x.t.PolicyID), tenant: x.t.Tenant, policy: x.t.PolicyID}
+		items = append(items, x)
+	}
+	return items
+}
+
+// takeOver points the records that items take over from earlier items of
+// the batch at their new owners, before their tasks are written: a task
+// must never exist under records naming another.
+func (s *Store) takeOver(ctx context.Context, p *createPlan) error {
+	var sets [][2]string
+	for _, k := range p.keyOrder {
+		if k.ours && k.rec != "" && k.rec != k.held {
+			sets = append(sets, [2]string{k.name, k.rec})
+		}
+	}
+	for _, id := range p.idOrder {
+		if id.ours && id.used && id.want != "" {
+			sets = append(sets, [2]string{s.k.id(id.id), id.want})
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	for _, kv := range sets {
+		pipe.Set(ctx, kv[0], kv[1], 0)
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// write runs the create script of each partition the batch's tasks go
+// to, in one pipeline with the records a repeat completes and the release
+// of the reservations no item used, and records the outcome in each item.
+func (s *Store) write(ctx context.Context, p *createPlan) error {
+	byPart := map[int]*createCall{}
+	var creates []*createCall
+	for _, x := range p.items {
+		if x.err != nil {
+			continue
+		}
+		c := byPart[x.l.part]
+		if c == nil {
+			c = s.newCreateCall(x.l.part)
+			byPart[x.l.part] = c
+			creates = append(creates, c)
+		}
+		c.add(s, x)
+	}
+	calls := make([]*call, len(creates))
+	for n, c := range creates {
+		c.run = &call{sc: s.sc.create, keys: c.keys, args: c.args}
+		calls[n] = c.run
+	}
+	for _, k := range p.keyOrder {
+		if k.ours && k.rec == "" { // its items' IDs were all taken
+			calls = append(calls, &call{sc: s.sc.release, keys: []string{k.name}, args: []any{k.held}})
+		}
+	}
+	pipe := s.rdb.Pipeline()
+	var setnx []*goredis.BoolCmd
+	for _, id := range p.idOrder {
+		switch {
+		case id.ours && !id.used:
+			calls = append(calls, &call{sc: s.sc.release, keys: []string{s.k.id(id.id)}, args: []any{id.held}})
+		case id.complete:
+			setnx = append(setnx, pipe.SetNX(ctx, s.k.id(id.id), id.held, 0))
+		}
+	}
+	if len(setnx) == 0 {
+		s.eval(ctx, calls...)
+	} else {
+		s.evalWith(ctx, pipe, calls...)
+	}
+	for _, cmd := range setnx {
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+	}
+	for _, c := range calls[len(creates):] {
+		if err := c.cmd.Err(); err != nil {
+			return err
+		}
+	}
+	for _, c := range creates {
+		if err := s.created(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// created reads the create script's reply into its items.
+func (s *Store) created(c *createCall) error {
+	replies, err := c.run.cmd.Slice()
+	if err != nil {
+		return err
+	}
+	if len(replies) != len(c.items) {
+		return fmt.Errorf("create reply of %d items for %d: %w", len(replies), len(c.items), errCorrupt)
+	}
+	for j, x := range c.items {
+		switch r := replies[j].(type) {
+		case int64:
+			if r == 0 {
+				x.err = fmt.Errorf("redis: create task: task id %s holds another request's task: %w", x.t.ID, store.ErrConflict)
+				continue
+			}
+			x.stored, x.created = store.Created(&x.t), true
+		case []any:
+			if x.stored, err = decodeTask(r); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("create reply %T: %w", r, errCorrupt)
+		}
+		s.locs.put(x.t.ID, x.l)
+	}
+	return nil
+}
+
+// createCall is the create script call of one partition: its keys (tasks
+// name them by position), its arguments and its tasks, in batch order.
+type createCall struct {
+	keyList
+	args  []any
+	items []*newTask
+	run   *call
+}
+
+func (s *Store) newCreateCall(p int) *createCall {
+	c := &createCall{args: append([]any{s.k.wake(p)}, createHeader()...)}
+	c.key(s.k.due(p))
+	c.key(s.k.counts(p))
+	return c
+}
+
+// add appends x; see lua/create.lua for the arguments.
+func (c *createCall) add(s *Store, x *newTask) {
+	task := c.key(s.k.task(x.l.part, x.t.ID))
+	ix := c.indexes(s.k.indexes(x.l, "LIVE"))
+	c.args = createValues(append(c.args, task, ix), &x.t, x.seq)
+	c.items = append(c.items, x)
+}
