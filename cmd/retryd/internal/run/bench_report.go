@@ -38,7 +38,7 @@ func buildRevision() string {
 		}
 	}
 	if rev == "" {
-		return "unknown commit (built without VCS information, as go run and go test build)"
+		return "unknown commit (no VCS information: go run, go test and -buildvcs=false leave it out)"
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]
