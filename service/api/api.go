@@ -6,7 +6,8 @@
 // Every handler returns an error and one type, *APIError, is rendered as
 // {"error": {"code", "message", "field"}} with its status. Request bodies are
 // strict: one JSON object, no unknown or repeated fields, no trailing data,
-// at most Config.MaxBodyBytes. Times are epoch milliseconds.
+// at most Config.MaxBodyBytes (Config.MaxBatchBodyBytes for POST
+// /retry-tasks/batch). Times are epoch milliseconds.
 package api
 
 import (
@@ -20,6 +21,15 @@ import (
 
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultMaxBatchBodyBytes is the body limit of POST /retry-tasks/batch when
+// Config.MaxBatchBodyBytes is 0: 16 MiB, room for MaxBatchTasks tasks of
+// some 16 KiB each. Each task in a batch is still held to MaxBodyBytes, so a
+// batch is no way around the single create's limit.
+const DefaultMaxBatchBodyBytes = 16 << 20
+
+// MaxBatchTasks is the most tasks one POST /retry-tasks/batch may carry.
+const MaxBatchTasks = 1000
 
 // DefaultTenant owns everything when authentication is off (Config.Tokens nil).
 const DefaultTenant = "default"
@@ -43,9 +53,18 @@ type Config struct {
 	// Logger logs server-side failures (5xx) at Error and every request at
 	// Debug; nil discards.
 	Logger *slog.Logger
-	// MaxBodyBytes caps request bodies (413 past it); 0 means
-	// DefaultMaxBodyBytes.
+	// MaxBodyBytes caps request bodies (413 past it), and each task of a
+	// batch (a 400 for that item); 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxBatchBodyBytes caps the body of POST /retry-tasks/batch (413 past
+	// it); 0 means DefaultMaxBatchBodyBytes. The whole body is held in
+	// memory while it is checked, so it bounds what one request costs.
+	MaxBatchBodyBytes int64
+	// PolicyCacheSize bounds how many (tenant, policyId) pairs are
+	// remembered as registered, so that creating a task does not read its
+	// policy from the store each time; 0 means DefaultPolicyCacheSize, and a
+	// negative value turns the cache off.
+	PolicyCacheSize int
 	// Now reads the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -75,6 +94,7 @@ func (s *server) routeTable() []route {
 		{Route{http.MethodGet, "/retry-policies"}, s.policyList},
 		{Route{http.MethodGet, "/retry-policies/{policyId}"}, s.policyGet},
 		{Route{http.MethodPost, "/retry-tasks"}, s.taskCreate},
+		{Route{http.MethodPost, "/retry-tasks/batch"}, s.taskCreateBatch},
 		{Route{http.MethodGet, "/retry-tasks"}, s.taskList},
 		{Route{http.MethodGet, "/retry-tasks/{taskId}"}, s.taskGet},
 		{Route{http.MethodDelete, "/retry-tasks/{taskId}"}, s.taskCancel},
@@ -97,33 +117,41 @@ func Routes() []Route {
 }
 
 type server struct {
-	store   store.Store
-	waker   Waker
-	tokens  *Tokens
-	log     *slog.Logger
-	maxBody int64
-	now     func() time.Time
-	mux     *http.ServeMux
+	store        store.Store
+	waker        Waker
+	tokens       *Tokens
+	log          *slog.Logger
+	maxBody      int64
+	maxBatchBody int64
+	policies     *policyCache // nil when off
+	now          func() time.Time
+	mux          *http.ServeMux
 }
 
-// New returns the API's handler. It is safe for concurrent use; it keeps no
-// state of its own beyond cfg, so several may share one Store.
+// New returns the API's handler. It is safe for concurrent use. Its only
+// state beyond cfg is a cache of which policies exist, which stays true
+// whoever else writes to the Store (policies are immutable), so several
+// handlers, in one process or several, may share one Store.
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("api: Config.Store is required")
 	}
-	if cfg.MaxBodyBytes < 0 {
-		return nil, errors.New("api: Config.MaxBodyBytes must not be negative")
+	if cfg.MaxBodyBytes < 0 || cfg.MaxBatchBodyBytes < 0 {
+		return nil, errors.New("api: Config.MaxBodyBytes and MaxBatchBodyBytes must not be negative")
 	}
 	s := &server{
 		store: cfg.Store, waker: cfg.Waker, tokens: cfg.Tokens, log: cfg.Logger,
-		maxBody: cfg.MaxBodyBytes, now: cfg.Now, mux: http.NewServeMux(),
+		maxBody: cfg.MaxBodyBytes, maxBatchBody: cfg.MaxBatchBodyBytes,
+		policies: newPolicyCache(cfg.PolicyCacheSize), now: cfg.Now, mux: http.NewServeMux(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.maxBatchBody == 0 {
+		s.maxBatchBody = DefaultMaxBatchBodyBytes
 	}
 	if s.now == nil {
 		s.now = time.Now

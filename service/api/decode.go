@@ -13,19 +13,19 @@ import (
 	"unicode/utf8"
 )
 
-// readBody reads a request body of at most s.maxBody bytes. A Content-Type,
+// readBody reads a request body of at most limit bytes. A Content-Type,
 // when sent, must be application/json.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return nil, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "", "want Content-Type application/json, got %q", ct)
 		}
 	}
-	tooLarge := errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "", "request body is over %d bytes", s.maxBody)
-	if r.ContentLength > s.maxBody {
+	tooLarge := errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "", "request body is over %d bytes", limit)
+	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge
@@ -69,10 +69,7 @@ func checkStrict(data []byte) error {
 			return nil
 		}
 		if err != nil {
-			if err == io.EOF {
-				return invalid("", "request body is empty or cut short: want one JSON object")
-			}
-			return invalid("", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+			return syntaxError(err)
 		}
 		switch {
 		case !started:
@@ -114,6 +111,14 @@ func checkStrict(data []byte) error {
 			stack[n-1].wantKey = true
 		}
 	}
+}
+
+// syntaxError is the 400 of a body encoding/json could not read.
+func syntaxError(err error) *APIError {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return invalid("", "request body is empty or cut short: want one JSON object")
+	}
+	return invalid("", "malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // fields reads the members of a request object, collecting a problem per

@@ -78,6 +78,31 @@ func fieldsError(problems []FieldProblem) *APIError {
 	}
 }
 
+// within returns e as the error of one part of a larger request, the part
+// at path (such as "tasks[3]"): its field names prefixed by path
+// ("tasks[3].targetUrl"), or path itself where it named no field. e is not
+// changed.
+func (e *APIError) within(path string) *APIError {
+	at := func(field string) string {
+		if field == "" {
+			return path
+		}
+		return path + "." + field
+	}
+	if len(e.Details) > 0 {
+		problems := make([]FieldProblem, len(e.Details))
+		for i, p := range e.Details {
+			problems[i] = FieldProblem{at(p.Field), p.Message}
+		}
+		out := fieldsError(problems)
+		out.Status, out.Code, out.cause = e.Status, e.Code, e.cause
+		return out
+	}
+	out := *e
+	out.Field = at(e.Field)
+	return &out
+}
+
 // policyProblems lists what a retry.Policy decode found wrong: every
 // *FieldError it holds, or the error's text when it holds none.
 func policyProblems(err error) []FieldProblem {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,10 +14,12 @@ import (
 
 // fuzzBody sends body to path through the real handler over a real store
 // and checks the answer: never a 5xx, always JSON, an error always in the
-// API's shape, and a refused request leaves nothing behind.
-func fuzzBody(f *testing.F, path string, seeds []string, count func(t *testing.T, st store.Store) int64) {
+// API's shape, and a refused request leaves nothing behind. ok, when set,
+// checks a 2xx answer further, given the change of count it made.
+func fuzzBody(f *testing.F, path string, seeds []string, count func(t *testing.T, st store.Store) int64,
+	ok func(t *testing.T, body string, answer []byte, added int64)) {
 	e := setup(f, options{maxBody: 4096})
-	h, err := api.New(api.Config{Store: e.store, MaxBodyBytes: 4096})
+	h, err := api.New(api.Config{Store: e.store, MaxBodyBytes: 4096, MaxBatchBodyBytes: 16384})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -53,8 +56,23 @@ func fuzzBody(f *testing.F, path string, seeds []string, count func(t *testing.T
 			if after := count(t, e.store); after != before {
 				t.Fatalf("refused %q, yet the store went from %d to %d records", body, before, after)
 			}
+		} else if ok != nil {
+			ok(t, body, rec.Body.Bytes(), count(t, e.store)-before)
 		}
 	})
+}
+
+// countTasks counts every tenant's tasks.
+func countTasks(t *testing.T, st store.Store) int64 {
+	counts, err := st.TaskCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 func FuzzTaskCreate(f *testing.F) {
@@ -68,16 +86,52 @@ func FuzzTaskCreate(f *testing.F) {
 		`{"targetUrl":null,"policyId":"p","body":"a","bodyBase64":"YQ=="}`,
 		`{} {}`, `[]`, `null`, ``, `{"a":[{"b":{}}]}`, "{\"body\":\"\xff\"}",
 	}
-	fuzzBody(f, "/retry-tasks", seeds, func(t *testing.T, st store.Store) int64 {
-		counts, err := st.TaskCounts(context.Background())
-		if err != nil {
-			t.Fatal(err)
+	fuzzBody(f, "/retry-tasks", seeds, countTasks, nil)
+}
+
+// FuzzTaskCreateBatch checks, beyond fuzzBody's rules, that a batch answers
+// one well-formed item per task and stores exactly the tasks it says it
+// created.
+func FuzzTaskCreateBatch(f *testing.F) {
+	seeds := []string{
+		`{"tasks":[{"targetUrl":"http://example.com/","policyId":"p"}]}`,
+		`{"tasks":[{"targetUrl":"http://h/","policyId":"p","idempotencyKey":"k"},{"targetUrl":"http://h/","policyId":"p","idempotencyKey":"k"},{"targetUrl":"http://h/x","policyId":"p","idempotencyKey":"k"}]}`,
+		`{"tasks":[{"targetUrl":"ftp://h/","policyId":"nope"},5,null,[],"x",{"targetUrl":"http://h/","policyId":"p","notBefore":1e400}]}`,
+		`{"tasks":[{"targetUrl":"http://h/","policyId":"p","notBefore":1750000000000.5}]}`,
+		`{"tasks":[{"targetUrl":"http://h/","policyId":"p","notBefore":"soon","headers":{"X":"1","X":"2"}}]}`,
+		`{"tasks":[{"targetUrl":"http://h/","policyId":"p","bodyBase64":"AAEC","method":"put"}],"tasks":[]}`,
+		`{"tasks":[]}`, `{"tasks":{}}`, `{"tasks":null}`, `{}`, `{"task":[]}`, `[]`, ``, `{"tasks":[{}]} {}`,
+		"{\"tasks\":[{\"body\":\"\xff\"}]}",
+	}
+	fuzzBody(f, "/retry-tasks/batch", seeds, countTasks, func(t *testing.T, body string, answer []byte, added int64) {
+		var got struct {
+			Items []struct {
+				Status int `json:"status"`
+				Task   *struct {
+					TaskID string `json:"taskId"`
+				} `json:"task"`
+				Error *struct{ Code, Message, Field string } `json:"error"`
+			} `json:"items"`
 		}
-		var n int64
-		for _, c := range counts {
-			n += c
+		if err := json.Unmarshal(answer, &got); err != nil || len(got.Items) == 0 || len(got.Items) > api.MaxBatchTasks {
+			t.Fatalf("answer %s to %q is not 1 to %d items (%v)", answer, body, api.MaxBatchTasks, err)
 		}
-		return n
+		var created int64
+		for i, it := range got.Items {
+			switch {
+			case (it.Status == 200 || it.Status == 201) && it.Task != nil && it.Task.TaskID != "" && it.Error == nil:
+				if it.Status == 201 {
+					created++
+				}
+			case (it.Status == 400 || it.Status == 409) && it.Task == nil && it.Error != nil && it.Error.Code != "" && it.Error.Message != "" &&
+				strings.HasPrefix(it.Error.Field, "tasks["+strconv.Itoa(i)+"]"):
+			default:
+				t.Fatalf("item %d of the answer %s to %q is malformed", i, answer, body)
+			}
+		}
+		if created != added {
+			t.Fatalf("answer %s to %q says %d created, the store gained %d", answer, body, created, added)
+		}
 	})
 }
 
@@ -97,5 +151,5 @@ func FuzzPolicyPut(f *testing.F) {
 			t.Fatal(err)
 		}
 		return int64(len(items))
-	})
+	}, nil)
 }

@@ -42,7 +42,7 @@ func parsePolicy(data []byte) (id string, spec []byte, err error) {
 }
 
 func (s *server) policyPut(w http.ResponseWriter, r *http.Request, tenant string) error {
-	data, err := s.readBody(w, r)
+	data, err := s.readBody(w, r, s.maxBody)
 	if err != nil {
 		return err
 	}
@@ -58,6 +58,8 @@ func (s *server) policyPut(w http.ResponseWriter, r *http.Request, tenant string
 	if err != nil {
 		return storeError(err, "policy")
 	}
+	// The tasks that follow a registration find their policy without a read.
+	s.policies.add(policyKey{tenant, id})
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated

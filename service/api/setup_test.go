@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
 
@@ -28,8 +30,13 @@ type env struct {
 }
 
 type options struct {
-	tokens  bool  // authentication on, with tokenA and tokenB
-	maxBody int64 // Config.MaxBodyBytes
+	tokens       bool  // authentication on, with tokenA and tokenB
+	maxBody      int64 // Config.MaxBodyBytes
+	maxBatchBody int64 // Config.MaxBatchBodyBytes
+	waker        api.Waker
+	now          func() time.Time              // Config.Now
+	wrap         func(store.Store) store.Store // what the API sees of the store, when set
+	policyCache  int                           // Config.PolicyCacheSize
 }
 
 func setup(t testing.TB, o options) *env {
@@ -40,7 +47,11 @@ func setup(t testing.TB, o options) *env {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := api.Config{Store: st, MaxBodyBytes: o.maxBody}
+	cfg := api.Config{Store: st, MaxBodyBytes: o.maxBody, MaxBatchBodyBytes: o.maxBatchBody,
+		Waker: o.waker, Now: o.now, PolicyCacheSize: o.policyCache}
+	if o.wrap != nil {
+		cfg.Store = o.wrap(st)
+	}
 	e := &env{store: st}
 	if o.tokens {
 		cfg.Tokens, err = api.ParseTokens(strings.NewReader(tokenA + " tenant-a\n" + tokenB + " tenant-b\n"))

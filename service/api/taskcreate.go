@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/retrykit/retry/service/store"
 )
 
-// taskRequest is a checked POST /retry-tasks body.
+// taskRequest is a checked task: the body of POST /retry-tasks, or one
+// item of a batch.
 type taskRequest struct {
 	targetURL string
 	method    string
@@ -21,17 +23,20 @@ type taskRequest struct {
 	binary    bool // the body came as bodyBase64
 	policyID  string
 	key       string // "" when the client sent none
+	notBefore *int64 // epoch ms; nil when the client sent none
 }
 
-// parseTask decodes and checks a task creation body, reporting every bad
-// field. method defaults to POST.
-func parseTask(data []byte) (*taskRequest, error) {
+// parseTask decodes and checks a task, reporting every bad field. method
+// defaults to POST. now is the time notBefore is judged against. Both POST
+// /retry-tasks and every item of its batch come through here, so that the
+// rules live in one place.
+func parseTask(data []byte, now time.Time) (*taskRequest, error) {
 	m, err := parseObject(data)
 	if err != nil {
 		return nil, err
 	}
 	f := &fields{m: m}
-	f.unknown("targetUrl", "method", "headers", "body", "bodyBase64", "policyId", "idempotencyKey")
+	f.unknown("targetUrl", "method", "headers", "body", "bodyBase64", "policyId", "idempotencyKey", "notBefore")
 	req := &taskRequest{method: http.MethodPost}
 
 	req.targetURL, _ = f.check("targetUrl", true, checkTargetURL)
@@ -63,64 +68,102 @@ func parseTask(data []byte) (*taskRequest, error) {
 	}
 	req.policyID, _ = f.check("policyId", true, checkPolicyID)
 	req.key, _ = f.check("idempotencyKey", false, checkKey)
+	if raw, ok := f.raw("notBefore"); ok {
+		if ms, why := checkNotBefore(raw, now); why != "" {
+			f.bad("notBefore", why)
+		} else {
+			req.notBefore = &ms
+		}
+	}
 	if err := f.err(); err != nil {
 		return nil, err
 	}
 	return req, nil
 }
 
-// hash digests what is sent to the target and under which policy, to tell
-// a repeat of a request from another request reusing its idempotency key.
-// encoding/json sorts map keys, so the encoding is canonical. Whether the
-// body came as body or bodyBase64 does not matter: the bytes sent do.
+// hash digests what is sent to the target, under which policy and from
+// when, to tell a repeat of a request from another request reusing its
+// idempotency key. encoding/json sorts map keys, so the encoding is
+// canonical. Whether the body came as body or bodyBase64 does not matter:
+// the bytes sent do. notBefore is left out when absent, so a task stored
+// before notBefore existed keeps its hash and its repeats stay repeats.
 func (q *taskRequest) hash() string {
 	b, _ := json.Marshal(struct {
-		Method   string            `json:"m"`
-		URL      string            `json:"u"`
-		Headers  map[string]string `json:"h"`
-		Body     []byte            `json:"b"`
-		PolicyID string            `json:"p"`
-	}{q.method, q.targetURL, q.headers, q.body, q.policyID})
+		Method    string            `json:"m"`
+		URL       string            `json:"u"`
+		Headers   map[string]string `json:"h"`
+		Body      []byte            `json:"b"`
+		PolicyID  string            `json:"p"`
+		NotBefore *int64            `json:"nb,omitempty"`
+	}{q.method, q.targetURL, q.headers, q.body, q.policyID, q.notBefore})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
+// newTask is the one place a checked request becomes the task handed to
+// the store, for POST /retry-tasks and its batch alike. The first attempt
+// is due at notBefore, rounded up to the store's millisecond so that it is
+// never early, or now when notBefore is absent or past. The time budget
+// starts then too: a task scheduled for tomorrow is not exhausted by its
+// own wait.
+func (q *taskRequest) newTask(tenant string, now time.Time) *store.Task {
+	key := q.key
+	if key == "" {
+		key = uuid.NewString()
+	}
+	due := now
+	if q.notBefore != nil {
+		if nb := time.UnixMilli(*q.notBefore); nb.After(now) {
+			due = store.CeilMillis(nb)
+		}
+	}
+	return &store.Task{
+		ID: uuid.NewString(), Tenant: tenant, IdempotencyKey: key, RequestHash: q.hash(),
+		TargetURL: q.targetURL, Method: q.method, Headers: q.headers,
+		Body: q.body, BodyBinary: q.binary, PolicyID: q.policyID,
+		Status: store.Pending, NextAttemptAt: due, BudgetStart: due, CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+// createAnswer turns the store's answer to one create into the status to
+// answer with (201 for a new task, 200 for a repeat) or the error: 409 when
+// key, the idempotency key sent, names another request.
+func createAnswer(created bool, err error, key string) (int, error) {
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return 0, errorf(http.StatusConflict, CodeConflict, "idempotencyKey",
+			"idempotencyKey %q is already used by a different request", key)
+	case err != nil:
+		return 0, storeError(err, "task")
+	case created:
+		return http.StatusCreated, nil
+	}
+	return http.StatusOK, nil
+}
+
 func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant string) error {
-	data, err := s.readBody(w, r)
+	data, err := s.readBody(w, r, s.maxBody)
 	if err != nil {
 		return err
 	}
-	req, err := parseTask(data)
+	now := s.now()
+	req, err := parseTask(data, now)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if _, err := s.store.PolicyGet(ctx, tenant, req.policyID); errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusBadRequest, CodeUnknownPolicy, "policyId", "no policy %q is registered; POST /retry-policies first", req.policyID)
-	} else if err != nil {
+	if known, err := s.policyKnown(ctx, tenant, req.policyID); err != nil {
 		return storeError(err, "policy")
+	} else if !known {
+		return unknownPolicy(req.policyID)
 	}
-	key := req.key
-	if key == "" {
-		key = uuid.NewString()
-	}
-	now := s.now()
-	t, created, err := s.store.TaskCreate(ctx, &store.Task{
-		ID: uuid.NewString(), Tenant: tenant, IdempotencyKey: key, RequestHash: req.hash(),
-		TargetURL: req.targetURL, Method: req.method, Headers: req.headers,
-		Body: req.body, BodyBinary: req.binary, PolicyID: req.policyID,
-		Status: store.Pending, NextAttemptAt: now, BudgetStart: now, CreatedAt: now, UpdatedAt: now,
-	})
-	if errors.Is(err, store.ErrConflict) {
-		return errorf(http.StatusConflict, CodeConflict, "idempotencyKey",
-			"idempotencyKey %q is already used by a different request", key)
-	}
+	nt := req.newTask(tenant, now)
+	t, created, err := s.store.TaskCreate(ctx, nt)
+	status, err := createAnswer(created, err, nt.IdempotencyKey)
 	if err != nil {
-		return storeError(err, "task")
+		return err
 	}
-	status := http.StatusOK
 	if created {
-		status = http.StatusCreated
 		s.wake(t)
 	}
 	s.writeJSON(w, status, taskJSON(t))

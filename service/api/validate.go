@@ -1,10 +1,14 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/textproto"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -19,6 +23,12 @@ const (
 	MaxIdempotencyKey    = 255
 	MaxPolicyIDLength    = 128
 )
+
+// MaxNotBeforeOffset is how far a task's notBefore may lie from the
+// server's clock, ahead or behind: 3,650 days, about ten years. Further
+// ahead is a mistake (no one schedules a retry for 2040), and further back
+// is most often seconds sent for milliseconds.
+const MaxNotBeforeOffset = 3650 * 24 * time.Hour
 
 // allowedMethods lists the HTTP methods a task may use.
 const allowedMethods = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
@@ -132,4 +142,36 @@ func checkKey(k string) string {
 		}
 	}
 	return ""
+}
+
+// checkNotBefore reads a notBefore member: epoch milliseconds, a whole
+// number (written as JSON Schema counts integers: 5, 5.0 and 5e0 alike),
+// within MaxNotBeforeOffset of now. It returns the milliseconds, or why not.
+func checkNotBefore(raw json.RawMessage, now time.Time) (int64, string) {
+	const want = "must be a whole number of milliseconds since the Unix epoch"
+	s := string(raw)
+	if s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9') {
+		return 0, want
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		mantissa, _, _ := strings.Cut(strings.ToLower(s), "e")
+		// An underflow parses as 0: whole only when its digits are zeros.
+		underflow := f == 0 && strings.Trim(mantissa, "-0.") != ""
+		if ferr != nil && !math.IsInf(f, 0) || f != math.Trunc(f) || underflow {
+			return 0, want
+		}
+		// Past ±2^62 ms (146 million years) it is refused below anyway;
+		// clamping keeps the conversion defined.
+		ms = int64(max(min(f, 1<<62), -(1 << 62)))
+	}
+	span := MaxNotBeforeOffset.Milliseconds()
+	switch n := now.UnixMilli(); {
+	case ms > n+span:
+		return 0, fmt.Sprintf("is more than %d days ahead (at most %d)", span/86400000, n+span)
+	case ms < n-span:
+		return 0, fmt.Sprintf("is more than %d days in the past: milliseconds, not seconds? (omit notBefore to run at once)", span/86400000)
+	}
+	return ms, ""
 }

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// batchItem is the answer for one task of a batch: status 201 or 200 with
+// the task, as POST /retry-tasks would answer it, or a 4xx with the error
+// it would have answered, its fields named from the batch's root
+// ("tasks[3].targetUrl").
+type batchItem struct {
+	Status int       `json:"status"`
+	Task   *task     `json:"task,omitempty"`
+	Error  *APIError `json:"error,omitempty"`
+}
+
+// parseBatch reads a POST /retry-tasks/batch body, {"tasks": [...]}, and
+// returns the tasks undecoded: each is checked on its own (by parseTask),
+// so that a bad task is answered in its item instead of failing the others.
+// The object around them is held to the rules of every body: valid UTF-8,
+// no unknown or repeated member, nothing after it.
+//
+// The tasks are not walked token by token here (parseTask does that for
+// each), so the strictness check costs what it costs for single creates.
+func parseBatch(data []byte) ([]json.RawMessage, error) {
+	if !utf8.Valid(data) {
+		return nil, invalid("", "request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	if tok != json.Delim('{') {
+		return nil, invalid("", `request body must be a JSON object: {"tasks": [...]}`)
+	}
+	var tasks json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxError(err)
+		}
+		key, _ := tok.(string) // the decoder allows only a string here
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, syntaxError(err)
+		}
+		switch {
+		case key != "tasks":
+			return nil, invalid(key, `unknown field; the body is {"tasks": [...]}`)
+		case tasks != nil:
+			return nil, invalid(key, "field %q appears more than once", key)
+		}
+		tasks = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, syntaxError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalid("", "unexpected data after the JSON object")
+	}
+	if tasks == nil || string(tasks) == "null" {
+		return nil, invalid("tasks", "is required: an array of 1 to %d tasks", MaxBatchTasks)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(tasks, &items); err != nil {
+		return nil, invalid("tasks", "must be an array of task objects")
+	}
+	switch {
+	case len(items) == 0:
+		return nil, invalid("tasks", "is empty: give 1 to %d tasks", MaxBatchTasks)
+	case len(items) > MaxBatchTasks:
+		return nil, invalid("tasks", "holds %d tasks; at most %d per request", len(items), MaxBatchTasks)
+	}
+	return items, nil
+}
+
+// parseItem checks one task of a batch as POST /retry-tasks checks its
+// body, size limit included, so that a batch is no way around a rule.
+func (s *server) parseItem(raw json.RawMessage, now time.Time) (*taskRequest, error) {
+	if int64(len(raw)) > s.maxBody {
+		return nil, invalid("", "is %d bytes; a task may be at most %d, as in POST /retry-tasks", len(raw), s.maxBody)
+	}
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, invalid("", "must be a task object")
+	}
+	return parseTask(raw, now)
+}
+
+// taskCreateBatch creates up to MaxBatchTasks tasks with one store call, so
+// one durable commit, answering for each what POST /retry-tasks would have.
+// The tasks are created in order: one repeating the idempotency key of an
+// earlier one is its repeat (200) or a conflict (409).
+func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant string) error {
+	data, err := s.readBody(w, r, s.maxBatchBody)
+	if err != nil {
+		return err
+	}
+	raws, err := parseBatch(data)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	now := s.now()
+	items := make([]batchItem, len(raws))
+	fail := func(i int, err error) {
+		e, ok := errors.AsType[*APIError](err)
+		if !ok {
+			e = &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", cause: err}
+		}
+		if e.Status >= 500 {
+			s.log.Error("api: batch item failed", "method", r.Method, "path", r.URL.Path, "item", i, "status", e.Status, "err", e.cause)
+		}
+		items[i] = batchItem{Status: e.Status, Error: e.within("tasks[" + strconv.Itoa(i) + "]")}
+	}
+
+	// Check every task, and each distinct policy once.
+	tasks := make([]*store.Task, 0, len(raws))
+	at := make([]int, 0, len(raws)) // at[j] is the item of tasks[j]
+	known := make(map[string]bool)
+	for i, raw := range raws {
+		req, err := s.parseItem(raw, now)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		ok, seen := known[req.policyID]
+		if !seen {
+			if ok, err = s.policyKnown(ctx, tenant, req.policyID); err != nil {
+				return storeError(err, "policy")
+			}
+			known[req.policyID] = ok
+		}
+		if !ok {
+			fail(i, unknownPolicy(req.policyID))
+			continue
+		}
+		tasks = append(tasks, req.newTask(tenant, now))
+		at = append(at, i)
+	}
+
+	if len(tasks) > 0 {
+		res, err := s.store.TaskCreateBatch(ctx, tasks)
+		if err != nil {
+			return storeError(err, "tasks")
+		}
+		if len(res) != len(tasks) {
+			return fmt.Errorf("api: the store answered %d results for %d tasks", len(res), len(tasks))
+		}
+		for j, rr := range res {
+			i := at[j]
+			status, err := createAnswer(rr.Created, rr.Err, tasks[j].IdempotencyKey)
+			if err != nil {
+				fail(i, err)
+				continue
+			}
+			if rr.Created {
+				s.wake(rr.Task)
+			}
+			items[i] = batchItem{Status: status, Task: taskJSON(rr.Task)}
+		}
+	}
+	s.writeJSON(w, http.StatusOK, list[batchItem]{Items: items})
+	return nil
+}
