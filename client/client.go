@@ -8,6 +8,10 @@
 //		Body: `{"event":"paid"}`,
 //	})
 //
+// CreateTasks submits up to MaxBatch tasks in one request and one durable
+// commit, with a TaskResult per task; TaskRequest.NotBefore holds a task's
+// first attempt until a given time.
+//
 // Errors the service answers are *Error values carrying the API's code, the
 // faulty field and the HTTP status; errors.Is matches them against
 // ErrNotFound, ErrConflict, ErrInvalid and ErrUnauthorized.

@@ -195,3 +195,125 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateTasks(t *testing.T) {
+	t.Parallel()
+	c, _ := setup(t)
+	ctx := context.Background()
+	if _, _, err := c.PutPolicy(ctx, client.Policy{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	earlier, _, err := c.CreateTask(ctx, client.TaskRequest{TargetURL: "http://h/earlier", PolicyID: "p", IdempotencyKey: "earlier"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := client.MillisOf(time.Now().Add(time.Hour))
+	res, err := c.CreateTasks(ctx, []client.TaskRequest{
+		{TargetURL: "http://h/0", PolicyID: "p", Body: "zero", NotBefore: later},
+		{TargetURL: "http://h/earlier", PolicyID: "p", IdempotencyKey: "earlier"},
+		{TargetURL: "http://h/other", PolicyID: "p", IdempotencyKey: "earlier"},
+		{TargetURL: "ftp://h/", PolicyID: "p"},
+		{TargetURL: "http://h/4", PolicyID: "nope"},
+	})
+	if err != nil || len(res) != 5 {
+		t.Fatalf("CreateTasks = %v, %v; want 5 results", res, err)
+	}
+	if r := res[0]; !r.Created() || r.Err() != nil || r.Task.Body != "zero" || r.Task.NextAttemptAt != later || r.Task.Status != client.Pending {
+		t.Errorf("result 0 = %+v (task %+v), want created, due at %d", r, r.Task, later)
+	}
+	if r := res[1]; r.Created() || r.Err() != nil || r.Status != 200 || !reflect.DeepEqual(r.Task, earlier) {
+		t.Errorf("result 1 = %+v, want the earlier task %+v", r, earlier)
+	}
+	for _, want := range []struct {
+		i        int
+		sentinel error
+		status   int
+		code     string
+		field    string
+	}{
+		{2, client.ErrConflict, 409, "conflict", "tasks[2].idempotencyKey"},
+		{3, client.ErrInvalid, 400, "invalid_request", "tasks[3].targetUrl"},
+		{4, client.ErrInvalid, 400, "unknown_policy", "tasks[4].policyId"},
+	} {
+		i := want.i
+		r := res[i]
+		var ae *client.Error
+		if r.Created() || r.Task != nil || !errors.Is(r.Err(), want.sentinel) || !errors.As(r.Err(), &ae) ||
+			ae.StatusCode != want.status || ae.Code != want.code || ae.Field != want.field || ae.Message == "" {
+			t.Errorf("result %d = %+v (error %v), want %d %s naming %s", i, r, r.Err(), want.status, want.code, want.field)
+		}
+	}
+	got, err := c.GetTask(ctx, res[0].Task.TaskID)
+	if err != nil || !reflect.DeepEqual(got, res[0].Task) {
+		t.Errorf("GetTask = %+v, %v; want %+v", got, err, res[0].Task)
+	}
+
+	// Errors of the whole request.
+	for _, n := range []int{0, client.MaxBatch + 1} {
+		rs := make([]client.TaskRequest, n)
+		for i := range rs {
+			rs[i] = client.TaskRequest{TargetURL: "http://h/", PolicyID: "p"}
+		}
+		_, err := c.CreateTasks(ctx, rs)
+		var ae *client.Error
+		if !errors.Is(err, client.ErrInvalid) || !errors.As(err, &ae) || ae.Field != "tasks" {
+			t.Errorf("CreateTasks of %d tasks = %v, want a 400 naming tasks", n, err)
+		}
+	}
+	page, err := c.ListTasks(ctx, client.TaskQuery{})
+	if err != nil || len(page.Items) != 2 {
+		t.Errorf("tasks stored = %+v, %v; want the earlier one and one created", page, err)
+	}
+}
+
+// NotBefore holds the first attempt; the same key with another NotBefore
+// is another request.
+func TestCreateTaskNotBefore(t *testing.T) {
+	t.Parallel()
+	c, _ := setup(t)
+	ctx := context.Background()
+	if _, _, err := c.PutPolicy(ctx, client.Policy{ID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	at := client.MillisOf(time.Now().Add(24 * time.Hour))
+	req := client.TaskRequest{TargetURL: "http://h/", PolicyID: "p", IdempotencyKey: "k", NotBefore: at}
+	task, created, err := c.CreateTask(ctx, req)
+	if err != nil || !created || task.NextAttemptAt != at {
+		t.Fatalf("CreateTask = %+v, %v, %v; want created, due at %d", task, created, err, at)
+	}
+	if _, created, err := c.CreateTask(ctx, req); err != nil || created {
+		t.Errorf("repeat = %v, %v; want a repeat", created, err)
+	}
+	req.NotBefore++
+	if _, _, err := c.CreateTask(ctx, req); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("the same key with another NotBefore = %v, want ErrConflict", err)
+	}
+	req.NotBefore = client.MillisOf(time.Now().AddDate(20, 0, 0))
+	req.IdempotencyKey = ""
+	var ae *client.Error
+	if _, _, err := c.CreateTask(ctx, req); !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Field != "notBefore" {
+		t.Errorf("NotBefore in 20 years = %v, want a 400 naming notBefore", err)
+	}
+}
+
+func TestMillisOf(t *testing.T) {
+	t.Parallel()
+	base := time.UnixMilli(1_750_000_000_000)
+	for _, tc := range []struct {
+		t    time.Time
+		want client.Millis
+	}{
+		{time.Time{}, 0},
+		{base, 1_750_000_000_000},
+		{base.Add(time.Nanosecond), 1_750_000_000_001}, // never early
+		{base.Add(999 * time.Microsecond), 1_750_000_000_001},
+		{base.Add(-time.Nanosecond), 1_750_000_000_000},
+	} {
+		if got := client.MillisOf(tc.t); got != tc.want {
+			t.Errorf("MillisOf(%v) = %d, want %d", tc.t, got, tc.want)
+		}
+	}
+	if got := client.MillisOf(base).Time(); !got.Equal(base) {
+		t.Errorf("MillisOf(t).Time() = %v, want %v", got, base)
+	}
+}

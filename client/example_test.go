@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/client"
@@ -49,4 +50,46 @@ func Example() {
 	// task created: true PENDING <nil>
 	// repeat created: false same task: true
 	// true retryd: 404 not_found: policy not found
+}
+
+// Submit several tasks in one request: each gets its own answer, and a
+// refused one does not stop the others.
+func ExampleClient_CreateTasks() {
+	dir, _ := os.MkdirTemp("", "client-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "retryd.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	h, _ := api.New(api.Config{Store: st})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	ctx := context.Background()
+	c := client.New(srv.URL, "")
+	if _, _, err := c.PutPolicy(ctx, client.Policy{ID: "webhooks"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	tomorrow := client.MillisOf(time.Now().Add(24 * time.Hour))
+	results, err := c.CreateTasks(ctx, []client.TaskRequest{
+		{TargetURL: "https://example.com/hook", PolicyID: "webhooks", IdempotencyKey: "order-42"},
+		{TargetURL: "https://example.com/reminder", PolicyID: "webhooks", NotBefore: tomorrow},
+		{TargetURL: "ftp://example.com/", PolicyID: "webhooks"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i, r := range results {
+		fmt.Println(i, r.Status, r.Created(), r.Err())
+	}
+	fmt.Println("reminder due tomorrow:", results[1].Task.NextAttemptAt == tomorrow)
+	// Output:
+	// 0 201 true <nil>
+	// 1 201 true <nil>
+	// 2 400 false retryd: 400 invalid_request (tasks[2].targetUrl): tasks[2].targetUrl: must be an http or https URL
+	// reminder due tomorrow: true
 }

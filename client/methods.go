@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,6 +48,35 @@ func (c *Client) CreateTask(ctx context.Context, r TaskRequest) (t *Task, create
 		return nil, false, err
 	}
 	return t, status == http.StatusCreated, nil
+}
+
+// CreateTasks submits up to MaxBatch tasks in one request, which the
+// service stores in one durable commit, and returns one TaskResult per
+// request, in order. A task the service refuses does not stop the others:
+// its refusal is in its TaskResult. err is for the request as a whole (more
+// than MaxBatch tasks or none, a body over the service's batch limit, no
+// answer): the service then stored none of them, except after an answer
+// was lost on its way back, so send the same batch again with
+// IdempotencyKeys set to be safe from duplicates.
+func (c *Client) CreateTasks(ctx context.Context, rs []TaskRequest) ([]TaskResult, error) {
+	var out struct {
+		Items []TaskResult `json:"items"`
+	}
+	in := struct {
+		Tasks []TaskRequest `json:"tasks"`
+	}{rs}
+	if _, err := c.do(ctx, http.MethodPost, "/retry-tasks/batch", nil, in, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Items) != len(rs) {
+		return nil, fmt.Errorf("retryd client: %d results for %d tasks", len(out.Items), len(rs))
+	}
+	for i := range out.Items {
+		if e := out.Items[i].Error; e != nil {
+			e.StatusCode = out.Items[i].Status
+		}
+	}
+	return out.Items, nil
 }
 
 // GetTask returns one task.

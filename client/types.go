@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/retrykit/retry"
@@ -20,6 +21,19 @@ func (m Millis) Time() time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(m))
+}
+
+// MillisOf returns t in milliseconds, rounded up so that a NotBefore made
+// from it is never early; 0 for the zero Time.
+func MillisOf(t time.Time) Millis {
+	if t.IsZero() {
+		return 0
+	}
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return Millis(ms)
 }
 
 // Status is a task's state.
@@ -88,6 +102,13 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 // TaskRequest asks for a retry task. TargetURL and PolicyID are required;
 // Method defaults to POST; give Body (text) or BodyBase64 (bytes), not both.
 // An empty IdempotencyKey makes the service generate one.
+//
+// NotBefore, when not 0, holds the first attempt until then (use MillisOf);
+// a time already past means at once. The policy's time budget counts from
+// then, not from the task's creation. The service refuses a NotBefore more
+// than about ten years from its clock. It is part of the request an
+// IdempotencyKey stands for, and is not reported back apart: the task's
+// NextAttemptAt shows it until the first attempt.
 type TaskRequest struct {
 	TargetURL      string            `json:"targetUrl"`
 	Method         string            `json:"method,omitempty"`
@@ -96,6 +117,34 @@ type TaskRequest struct {
 	BodyBase64     []byte            `json:"bodyBase64,omitempty"`
 	PolicyID       string            `json:"policyId"`
 	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
+	NotBefore      Millis            `json:"notBefore,omitempty"`
+}
+
+// MaxBatch is the most tasks CreateTasks may send at once.
+const MaxBatch = 1000
+
+// TaskResult is the service's answer for one task of CreateTasks: Status
+// is what CreateTask would have got, 201 (created) or 200 (a repeat of an
+// earlier request with the same IdempotencyKey) with Task, or 400 (invalid,
+// or an unknown policy) or 409 (the IdempotencyKey names another request)
+// with Error, whose Field is named from the batch's root
+// ("tasks[3].targetUrl").
+type TaskResult struct {
+	Status int    `json:"status"`
+	Task   *Task  `json:"task,omitempty"`
+	Error  *Error `json:"error,omitempty"`
+}
+
+// Created reports whether this call created the task.
+func (r TaskResult) Created() bool { return r.Status == http.StatusCreated }
+
+// Err returns the task's refusal, nil when it was created or repeated. It
+// matches ErrInvalid or ErrConflict as a CreateTask error would.
+func (r TaskResult) Err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return r.Error
 }
 
 // Task is a retry task as the service reports it.
@@ -110,7 +159,7 @@ type Task struct {
 	PolicyID           string            `json:"policyId"`
 	Status             Status            `json:"status"`
 	AttemptNumber      int               `json:"attemptNumber"`           // attempts made so far
-	NextAttemptAt      Millis            `json:"nextAttemptAt,omitempty"` // 0 once terminal
+	NextAttemptAt      Millis            `json:"nextAttemptAt,omitempty"` // 0 once terminal; the NotBefore asked for until the first attempt
 	CreatedAt          Millis            `json:"createdAt"`
 	UpdatedAt          Millis            `json:"updatedAt"`
 	FinishedAt         Millis            `json:"finishedAt,omitempty"`         // 0 until terminal
