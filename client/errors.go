@@ -26,7 +26,7 @@ type FieldProblem struct {
 // that was not the API's JSON error (from a proxy, say) has an empty Code
 // and the start of the body as its Message.
 type Error struct {
-	StatusCode int
+	StatusCode int            `json:"-"` // the HTTP status, or a batch item's status; not part of the API's error object
 	Code       string         `json:"code"`
 	Message    string         `json:"message"`
 	Field      string         `json:"field,omitempty"`

@@ -41,6 +41,11 @@ Usage: retryctl [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 Commands:
   tasks submit --policy ID --target URL [--method M] [-H 'Name: value']...
                [--body TEXT | --body-file FILE|-] [--idempotency-key KEY]
+               [--not-before TIME]   first attempt not before TIME: RFC 3339,
+                                     epoch ms, or a duration from now (90s, 2h)
+  tasks submit --file TASKS.jsonl|-  one task object per line, as POST /retry-tasks
+               takes it; sent 1,000 at a time; prints what was created, repeated
+               and refused (each refused line with its error); exit 1 if any was
   tasks get TASK_ID
   tasks list [--status S[,S…]] [--policy ID] [--limit N] [--page-token T]
   tasks cancel TASK_ID

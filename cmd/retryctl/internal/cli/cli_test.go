@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +304,187 @@ func TestKafkaReplayCommand(t *testing.T) {
 	if code := cli.Run(context.Background(), []string{"kafka", "replay"}, env); code != cli.ExitError || !strings.Contains(errOut.String(), "-topic is required") {
 		t.Errorf("kafka replay without -topic: exit %d, stderr %q", code, errOut.String())
 	}
+}
+
+func TestSubmitFile(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.ok(t, "policies", "put", "p")
+	later := time.Now().Add(time.Hour).UnixMilli()
+	lines := []string{
+		`{"targetUrl":"http://h/1","policyId":"p","idempotencyKey":"a","body":"one"}`,
+		``,
+		`{"targetUrl":"ftp://h/3","policyId":"p"}`,
+		`oops`,
+		`{"targetUrl":"http://h/1","policyId":"p","idempotencyKey":"a","body":"one"}`,
+		`{"targetUrl":"http://h/6","policyId":"p","retries":3}`,
+		`{"targetUrl":"http://h/1","policyId":"p","idempotencyKey":"a","body":"other"}`,
+		fmt.Sprintf(`{"targetUrl":"http://h/8","policyId":"p","notBefore":%d}`, later),
+		`{"targetUrl":"http://h/9","policyId":"nope"}`,
+	}
+	file := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\r\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := s.run(t, "", nil, "tasks", "submit", "--file", file)
+	if r.code != cli.ExitError {
+		t.Errorf("exit %d, want %d when lines are refused\nstdout: %s\nstderr: %s", r.code, cli.ExitError, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout, "2 created, 1 repeated, 5 refused",
+		"line 3: retryd: 400 invalid_request (targetUrl)",
+		"line 4: not a JSON task object",
+		`line 6: not a task object: unknown field "retries"`,
+		"line 7: retryd: 409 conflict (idempotencyKey)",
+		"line 9: retryd: 400 unknown_policy (policyId)")
+	if strings.Contains(r.stdout, "tasks[") || strings.Contains(r.stdout, "line 2:") || strings.Contains(r.stdout, "line 1:") {
+		t.Errorf("stdout names batch fields, or lines that were not refused:\n%s", r.stdout)
+	}
+	wantContains(t, "stderr", r.stderr, "5 of 8 tasks refused")
+	if strings.Contains(r.stderr, "tasks done") {
+		t.Errorf("progress told for a file of one batch:\n%s", r.stderr)
+	}
+
+	page := s.okJSON(t, "tasks", "list")
+	items := page["items"].([]any)
+	if len(items) != 2 {
+		t.Fatalf("tasks stored = %v, want 2", items)
+	}
+	if newest := items[0].(map[string]any); newest["targetUrl"] != "http://h/8" || newest["nextAttemptAt"] != float64(later) {
+		t.Errorf("the task of line 8 = %v, want due at its notBefore %d", newest, later)
+	}
+
+	// With --json, a line of JSON per task line, in order.
+	r = s.run(t, strings.Join(lines, "\n"), nil, "tasks", "submit", "--file", "-", "--json")
+	if r.code != cli.ExitError {
+		t.Errorf("--json: exit %d, want %d", r.code, cli.ExitError)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var lr struct {
+			Line   int
+			Status int
+			Task   *struct{ TaskID string }
+			Error  *struct{ Code, Field string }
+		}
+		if err := json.Unmarshal([]byte(l), &lr); err != nil {
+			t.Fatalf("--json printed %q: %v", l, err)
+		}
+		s := fmt.Sprintf("%d:%d", lr.Line, lr.Status)
+		if lr.Error != nil {
+			s += ":" + lr.Error.Code + ":" + lr.Error.Field
+		}
+		got = append(got, s)
+	}
+	want := []string{"1:200", "3:400:invalid_request:targetUrl", "4:0:invalid_request:", "5:200", "6:0:invalid_request:",
+		"7:409:conflict:idempotencyKey", "8:201", "9:400:unknown_policy:policyId"}
+	if !slices.Equal(got, want) {
+		t.Errorf("--json lines = %v\nwant %v", got, want)
+	}
+	wantContains(t, "--json stderr", r.stderr, "1 created, 2 repeated, 5 refused")
+}
+
+// A file of several batches is sent in batches of 1,000, with progress on
+// stderr.
+func TestSubmitFileBatches(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.ok(t, "policies", "put", "p")
+	var in strings.Builder
+	for i := range 2500 {
+		fmt.Fprintf(&in, `{"targetUrl":"http://h/%d","policyId":"p","idempotencyKey":"k%d"}`+"\n", i, i)
+	}
+	r := s.run(t, in.String(), nil, "tasks", "submit", "--file", "-")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	wantContains(t, "stdout", r.stdout, "2500 created, 0 repeated, 0 refused")
+	wantContains(t, "stderr", r.stderr, "1000 tasks done (to line 1000)", "2000 tasks done (to line 2000)")
+	if n, err := taskCount(s.store); err != nil || n != 2500 {
+		t.Errorf("%d tasks stored (%v), want 2500", n, err)
+	}
+	// Again: every task is a repeat.
+	r = s.run(t, in.String(), nil, "tasks", "submit", "--file", "-")
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "0 created, 2500 repeated, 0 refused") {
+		t.Errorf("resubmitting: exit %d, stdout %s", r.code, r.stdout)
+	}
+}
+
+// A request refused whole stops the run and says which lines were sent.
+func TestSubmitFileRefusedWhole(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	r := s.run(t, `{"targetUrl":"http://h/","policyId":"p"}`+"\n", map[string]string{"RETRYD_TOKEN": "wrong-token-0123456789"},
+		"tasks", "submit", "--file", "-")
+	if r.code != cli.ExitError {
+		t.Errorf("exit %d, want %d", r.code, cli.ExitError)
+	}
+	wantContains(t, "stderr", r.stderr, "lines 1 to 1", "401", "nothing after line 1 was sent")
+
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		code        int
+		err         string
+	}{
+		{"no task", "\n\n", []string{"--file", "-"}, cli.ExitError, "no task"},
+		{"no such file", "", []string{"--file", filepath.Join(t.TempDir(), "none.jsonl")}, cli.ExitError, "none.jsonl"},
+		{"--file with --policy", "", []string{"--file", "-", "--policy", "p"}, cli.ExitUsage, "drop --policy"},
+		{"--file with --not-before", "", []string{"--file", "-", "--not-before", "1h"}, cli.ExitUsage, "drop --not-before"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.run(t, tc.stdin, nil, append([]string{"tasks", "submit"}, tc.args...)...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d\nstderr: %s", r.code, tc.code, r.stderr)
+			}
+			wantContains(t, "stderr", r.stderr, tc.err)
+		})
+	}
+}
+
+func TestSubmitNotBefore(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.ok(t, "policies", "put", "p")
+	submit := func(t *testing.T, notBefore string) map[string]any {
+		t.Helper()
+		return s.okJSON(t, "tasks", "submit", "--policy", "p", "--target", "http://h/", "--not-before", notBefore)
+	}
+	at := time.Now().Add(48 * time.Hour).Truncate(time.Second)
+	if got := submit(t, at.Format(time.RFC3339)); got["nextAttemptAt"] != float64(at.UnixMilli()) {
+		t.Errorf("RFC 3339: nextAttemptAt = %v, want %d", got["nextAttemptAt"], at.UnixMilli())
+	}
+	// A fraction of a millisecond rounds up: never early.
+	if got := submit(t, at.Add(100*time.Microsecond).Format(time.RFC3339Nano)); got["nextAttemptAt"] != float64(at.UnixMilli()+1) {
+		t.Errorf("RFC 3339 with microseconds: nextAttemptAt = %v, want %d", got["nextAttemptAt"], at.UnixMilli()+1)
+	}
+	if got := submit(t, fmt.Sprint(at.UnixMilli()+5)); got["nextAttemptAt"] != float64(at.UnixMilli()+5) {
+		t.Errorf("epoch ms: nextAttemptAt = %v, want %d", got["nextAttemptAt"], at.UnixMilli()+5)
+	}
+	before := time.Now().Add(time.Hour).UnixMilli()
+	got := submit(t, "1h")
+	if next := int64(got["nextAttemptAt"].(float64)); next < before || next > time.Now().Add(time.Hour).UnixMilli()+1 {
+		t.Errorf("1h: nextAttemptAt = %d, want an hour after the call", next)
+	}
+	out := s.ok(t, "tasks", "submit", "--policy", "p", "--target", "http://h/", "--not-before", at.Format(time.RFC3339))
+	wantContains(t, "table", out, "Next attempt:", at.Local().Format("2006-01-02 15:04:05"))
+
+	for _, bad := range []string{"tomorrow", "-5m", "2030-01-02"} {
+		r := s.run(t, "", nil, "tasks", "submit", "--policy", "p", "--target", "http://h/", "--not-before", bad)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--not-before") {
+			t.Errorf("--not-before %s: exit %d, stderr %s; want a usage error", bad, r.code, r.stderr)
+		}
+	}
+	r := s.run(t, "", nil, "tasks", "submit", "--policy", "p", "--target", "http://h/", "--not-before", "87600h0m1s")
+	if r.code != cli.ExitError || !strings.Contains(r.stderr, "notBefore") {
+		t.Errorf("--not-before past ten years: exit %d, stderr %s; want the service's refusal", r.code, r.stderr)
+	}
+}
+
+func taskCount(st store.Store) (int64, error) {
+	counts, err := st.TaskCounts(context.Background())
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n, err
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/retrykit/retry/client"
@@ -28,7 +30,7 @@ func (h headerFlags) Set(v string) error {
 
 func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) error {
 	var req client.TaskRequest
-	var bodyFile string
+	var bodyFile, notBefore, file string
 	headers := headerFlags{}
 	fs.StringVar(&req.PolicyID, "policy", "", "the task's policy ID (required)")
 	fs.StringVar(&req.TargetURL, "target", "", "the URL to call (required)")
@@ -38,9 +40,32 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 	fs.StringVar(&req.Body, "body", "", "the request body, as text")
 	fs.StringVar(&bodyFile, "body-file", "", "read the body from a file (- for stdin); bytes that are not UTF-8 are sent as bodyBase64")
 	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "the idempotency key (generated when absent)")
+	fs.StringVar(&notBefore, "not-before", "", "hold the first attempt until TIME: RFC 3339, epoch milliseconds, or a duration from now (90s, 2h)")
+	fs.StringVar(&file, "file", "", "submit the tasks of a JSON Lines file (- for stdin), one task object per line")
 	return func(ctx context.Context, r *runner, _ []string) error {
+		if file != "" {
+			var set []string
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "file", "url", "token", "json":
+				default:
+					set = append(set, "--"+f.Name)
+				}
+			})
+			if len(set) > 0 {
+				return usagef("--file takes every task from the file; drop %s", strings.Join(set, " "))
+			}
+			return r.submitFile(ctx, file)
+		}
 		if req.PolicyID == "" || req.TargetURL == "" {
 			return usagef("--policy and --target are required")
+		}
+		if notBefore != "" {
+			at, err := parseWhen(notBefore, time.Now())
+			if err != nil {
+				return usagef("--not-before: %v", err)
+			}
+			req.NotBefore = client.MillisOf(at)
 		}
 		if bodyFile != "" {
 			if req.Body != "" {
@@ -71,6 +96,24 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 		}
 		return r.printTask(t)
 	}
+}
+
+// parseWhen reads a time given on the command line: RFC 3339
+// (2030-01-02T15:04:05Z), epoch milliseconds, or a duration from now.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q is in the past; a duration counts from now", s)
+		}
+		return now.Add(d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (2030-01-02T15:04:05Z), epoch milliseconds, or a duration (90s, 2h)", s)
 }
 
 // readFile reads path, or stdin for "-".
