@@ -64,10 +64,10 @@ type apiRun struct {
 
 	errs errSample
 
-	// Paced runs: how far behind its slot the latest create was sent, and
-	// how many were sent over a millisecond late.
-	behindMax  time.Duration
-	behindLate int
+	// Paced runs: how far behind its slot each create was sent. Clients
+	// wait for their answers, so a slow answer delays the creates after
+	// it: this says whether the rate was held.
+	behind []time.Duration
 
 	// Set by apiRunOne once the run is over.
 	start, createsDone, done time.Time

@@ -96,13 +96,8 @@ func pacedDriver(rate int) driver {
 			return true
 		})
 		for i, sent := range r.sent {
-			if r.code[i] == 0 {
-				continue // never sent
-			}
-			behind := time.Duration(sent-base) - slot(i)
-			r.behindMax = max(r.behindMax, behind)
-			if behind > time.Millisecond {
-				r.behindLate++
+			if r.code[i] != 0 { // sent
+				r.behind = append(r.behind, max(0, time.Duration(sent-base)-slot(i)))
 			}
 		}
 		return ctx.Err()

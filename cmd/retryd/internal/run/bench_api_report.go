@@ -240,8 +240,8 @@ func (r *apiRun) firstAttempts() dist {
 
 // paced describes a paced run's creates.
 func (r *apiRun) paced(rate int) string {
-	return fmt.Sprintf("%d tasks at %d/s for %v: create latency %s; %d creates sent over 1ms behind schedule (latest %v)",
-		r.n, rate, r.c.duration, r.sentLats().summary(), r.behindLate, round(max(r.behindMax, 0)))
+	return fmt.Sprintf("%d tasks at %d/s for %v: create latency %s; sent behind schedule %s",
+		r.n, rate, r.c.duration, r.sentLats().summary(), newDist(r.behind).summary())
 }
 
 func reportSteady(rate int) reporter {
