@@ -18,9 +18,9 @@ import (
 
 // createSQL inserts one segment of a batch (see planCreate), given as
 // parallel arrays in the order the rows are to be inserted, with their
-// run rows and counts, and sends the notes of the tasks it created, as
-// few notifications as fit under PostgreSQL's payload limit. It answers
-// the positions (from 1) of the rows it inserted.
+// run rows and counts, and sends the notes of the tasks it created, those
+// of a chunk (see segmentArgs) in one notification. It answers the
+// positions (from 1) of the rows it inserted.
 //
 // A row whose ID or key is taken is skipped, whether by a committed task,
 // by an earlier row of the same statement (rows are inserted in order, and
@@ -29,36 +29,29 @@ import (
 // tasks that made rows skip are read by lookupSQL, a later statement; the
 // statement flags the transaction when it skipped any row, so that the
 // lookup costs nothing otherwise.
-//
-// Notes are grouped by their running length divided by $15, which is the
-// payload limit less the longest note of the segment: a group then never
-// exceeds the limit, and is nearly full.
 const createSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::bytea[], $10::bool[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
-		$14::text[]) WITH ORDINALITY
+		$14::text[], $15::int[]) WITH ORDINALITY
 	AS v(id, tenant, key, hash, policy_id, method, target_url, headers, body, body_binary, created_at, next_at,
-		budget_start, note, o)
+		budget_start, note, chunk, o)
 ), ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
 		headers, body, body_binary, created_at)
 	SELECT id, tenant, key, hash, policy_id, 'LIVE', method, target_url, headers::json, body, body_binary,
 		created_at FROM v ORDER BY o
 	ON CONFLICT DO NOTHING RETURNING seq, id
-), made AS (SELECT ins.seq, v.o, v.next_at, v.budget_start, v.created_at, v.note FROM ins JOIN v ON v.id = ins.id
+), made AS (
+	SELECT ins.seq, v.o, v.next_at, v.budget_start, v.created_at, v.note, v.chunk FROM ins JOIN v ON v.id = ins.id
 ), run AS (
 	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
 		attempt_number, last_status, status, last_error)
 	SELECT seq, 1, next_at, next_at, budget_start, created_at, 0, 0, 0, 'PENDING', ''::bytea FROM made
 ), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s FROM made),
-` + countsCTE + `, notes AS (
-	SELECT string_agg(note, E'\n' ORDER BY o) AS payload
-	FROM (SELECT o, note, sum(octet_length(note) + 1) OVER (ORDER BY o) / $15 AS chunk FROM made) n
-	GROUP BY chunk
-)
-SELECT (SELECT array_agg(o) FROM made),
-	(SELECT count(*) FROM notes, LATERAL pg_notify($16, notes.payload)),
-	CASE WHEN (SELECT count(*) FROM made) < $17 THEN set_config('retrykit.create_skipped', 'y', true) END`
+` + countsCTE + `, notes AS (SELECT string_agg(note, E'\n') AS payload FROM made GROUP BY chunk)
+SELECT array_agg(o), (SELECT count(*) FROM notes, LATERAL pg_notify($16, notes.payload)),
+	CASE WHEN count(*) < $17 THEN set_config('retrykit.create_skipped', 'y', true) END
+FROM made`
 
 // lookupSQL reads the tasks holding the given keys, once createSQL has
 // skipped a row in this transaction; it reads nothing otherwise.
@@ -67,8 +60,8 @@ const lookupSQL = `SELECT ` + taskCols + ` FROM unnest($1::text[], $2::text[]) A
 	JOIN retry_runs r ON r.task_seq = t.seq
 	WHERE current_setting('retrykit.create_skipped', true) = 'y'`
 
-// notifyMax is the longest payload NOTIFY accepts (it must be shorter than
-// 8000 bytes).
+// notifyMax is the longest payload NOTIFY accepts: PostgreSQL wants it
+// shorter than 8000 bytes.
 const notifyMax = 7999
 
 // deadlockTries bounds the runs of a batch that PostgreSQL aborted to
@@ -142,11 +135,11 @@ func planCreate(in []*store.Task) *createPlan {
 			continue
 		}
 		t := &p.ts[i]
-		if ik := (idKey{t.ID, keyOf(t)}); seen[ik] {
+		ik := idKey{t.ID, keyOf(t)}
+		if seen[ik] {
 			continue
-		} else {
-			seen[ik] = true
 		}
+		seen[ik] = true
 		if segIDs[t.ID] {
 			p.segments, seg = append(p.segments, seg), nil
 			clear(segIDs)
@@ -181,7 +174,7 @@ func (p *createPlan) check(i int) error {
 	}
 	p.headers[i] = headers
 	p.notes[i] = note(store.Due{ID: t.ID, At: t.NextAttemptAt, Version: 1})
-	if len(p.notes[i]) >= notifyMax {
+	if len(p.notes[i]) > notifyMax {
 		return fmt.Errorf("task id of %d bytes: too long to notify: %w", len(t.ID), store.ErrInvalid)
 	}
 	return nil
@@ -225,7 +218,9 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		binary                     = make([]bool, n)
 		created, next, budget      = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	)
-	longest := 0
+	// Notes are cut into chunks as if every item were inserted: the
+	// chunks of those that are cannot be longer.
+	chunks, chunk, used := make([]int32, n), int32(0), -1 // used counts a newline before each note
 	for k, i := range seg {
 		t := &p.ts[i]
 		ids[k], tenants[k], keys[k], hashes[k] = t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash
@@ -237,19 +232,20 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		// CreateDefaults has set every time.
 		created[k], next[k] = t.CreatedAt.Truncate(time.Millisecond), t.NextAttemptAt.Truncate(time.Millisecond)
 		budget[k] = t.BudgetStart.Truncate(time.Millisecond)
-		longest = max(longest, len(p.notes[i])+1)
+		if used >= 0 && used+1+len(notes[k]) > notifyMax {
+			chunk, used = chunk+1, -1
+		}
+		chunks[k], used = chunk, used+1+len(notes[k])
 	}
 	return []any{ids, tenants, keys, hashes, policies, methods, urls, headers, bodies, binary, created, next,
-		budget, notes, notifyMax + 1 - longest, channel, n}
+		budget, notes, chunks, channel, n}
 }
 
 // read takes the answers of runCreate's statements from br.
 func (p *createPlan) read(br pgx.BatchResults) error {
 	for _, seg := range p.segments {
 		var made []int64
-		var notified *int64
-		var flagged *string
-		if err := br.QueryRow().Scan(&made, &notified, &flagged); err != nil {
+		if err := br.QueryRow().Scan(&made, nil, nil); err != nil {
 			return err
 		}
 		for _, o := range made {

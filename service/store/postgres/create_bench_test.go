@@ -96,3 +96,16 @@ func BenchmarkCreateInstances(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreateRuns creates tasks one call at a time from 8 and 16
+// goroutines with one, two and four batches of creates under way at once:
+// the measurement behind createRuns.
+func BenchmarkCreateRuns(b *testing.B) {
+	for _, runs := range []int{1, 2, 4} {
+		b.Run(fmt.Sprint("runs=", runs), func(b *testing.B) {
+			storetest.BenchCreate(b, func(b *testing.B) store.Store {
+				return open(b, newSchema(b), postgres.WithCreateRuns(runs))
+			}, 8, 16)
+		})
+	}
+}

@@ -73,8 +73,14 @@ import (
 )
 
 // createRuns is how many batches of TaskCreate calls a Store runs at once.
-// TODO(batch): measured.
-const createRuns = 2
+// One: the NOTIFY of every batch takes a lock that PostgreSQL holds
+// through the commit's WAL flush, so the commits of batches in flight
+// queue one behind the other anyway; a second batch would only overlap its
+// round trip with the first's commit while halving both batches, and on a
+// 2-core machine, where the CPU of client and server is what runs out,
+// fewer and bigger batches create faster (BenchmarkCreateRuns, 16 callers:
+// RUNS_FIGURES).
+const createRuns = 1
 
 // DefaultReconnect returns the backoff between Listen's attempts to
 // reconnect: exponential from 100ms to 5s, with full jitter.
