@@ -60,7 +60,8 @@ const (
 	runRetry  = "retry"
 )
 
-var allRuns = []string{runSingle, runBatch, runSteady, runRetry}
+// allRuns lists the API runs; --runs picks some, made in its order.
+func allRuns() []string { return []string{runSingle, runBatch, runSteady, runRetry} }
 
 // Bench measures retryd and writes a report to stdout. By default it runs
 // the API runs, then the loop's throughput run.
@@ -151,7 +152,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.IntVar(&c.rate, "rate", 0, fmt.Sprintf("creates per second of the steady and retry API runs (default %d) and of the loop's lag run (default %d)", defaultAPIRate, defaultLoopRate))
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long the paced runs keep creating")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound on each run, from its first create until every task succeeded")
-	runs := fs.String("runs", strings.Join(allRuns, ","), "API runs to make, of "+strings.Join(allRuns, ","))
+	runs := fs.String("runs", strings.Join(allRuns(), ","), "API runs to make, of "+strings.Join(allRuns(), ","))
 	fs.IntVar(&c.attempts, "attempts", 10, "loop throughput run: attempts each task makes (all but the last answered 503)")
 	fs.IntVar(&c.workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.ahead, "ahead", time.Second, "loop lag run: how far ahead of its creation each task is due")
@@ -189,12 +190,12 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	for r := range strings.SplitSeq(*runs, ",") {
 		switch r = strings.TrimSpace(r); {
 		case r == "":
-		case slices.Contains(allRuns, r):
+		case slices.Contains(allRuns(), r):
 			if !slices.Contains(c.runs, r) {
 				c.runs = append(c.runs, r)
 			}
 		default:
-			bad = append(bad, fmt.Sprintf("--runs: %q is not one of %s", r, strings.Join(allRuns, ",")))
+			bad = append(bad, fmt.Sprintf("--runs: %q is not one of %s", r, strings.Join(allRuns(), ",")))
 		}
 	}
 	if _, err := benchStoreKind(c.store); err != nil {
