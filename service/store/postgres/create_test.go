@@ -144,9 +144,14 @@ func TestCreateBatchInOrder(t *testing.T) {
 	if res[12].Task == nil || res[12].Task.ID != res[11].Task.ID {
 		t.Errorf("the last i repeats %v, want the task the item before created", res[12].Task)
 	}
+	// One task to insert, and its repeat, take the path of a lone create.
+	res, err = s.TaskCreateBatch(ctx, []*store.Task{with("j", "v"), with("j", "v")})
+	if err != nil || !res[0].Created || res[1].Err != nil || res[1].Created || res[1].Task.ID != "v" {
+		t.Errorf("a task and its repeat = %+v, %v; want created, then a repeat of v", res, err)
+	}
 	counts, err := s.TaskCounts(ctx)
-	if err != nil || counts[store.Pending] != 6 {
-		t.Errorf("TaskCounts = %v, %v; want 6 PENDING", counts, err)
+	if err != nil || counts[store.Pending] != 7 {
+		t.Errorf("TaskCounts = %v, %v; want 7 PENDING", counts, err)
 	}
 }
 
