@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -109,7 +108,7 @@ func (q *taskRequest) hash() string {
 func (q *taskRequest) newTask(tenant string, now time.Time) *store.Task {
 	key := q.key
 	if key == "" {
-		key = uuid.NewString()
+		key = store.NewID()
 	}
 	due := now
 	if q.notBefore != nil {
@@ -118,7 +117,7 @@ func (q *taskRequest) newTask(tenant string, now time.Time) *store.Task {
 		}
 	}
 	return &store.Task{
-		ID: uuid.NewString(), Tenant: tenant, IdempotencyKey: key, RequestHash: q.hash(),
+		ID: store.NewID(), Tenant: tenant, IdempotencyKey: key, RequestHash: q.hash(),
 		TargetURL: q.targetURL, Method: q.method, Headers: q.headers,
 		Body: q.body, BodyBinary: q.binary, PolicyID: q.policyID,
 		Status: store.Pending, NextAttemptAt: due, BudgetStart: due, CreatedAt: now, UpdatedAt: now,

@@ -2,15 +2,24 @@ package store
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"time"
 )
 
-// NewID returns a random (version 4) UUID in its canonical text form, for
-// task IDs and generated idempotency keys. It is safe for concurrent use.
+// NewID returns a version 7 UUID (RFC 9562: the Unix time in milliseconds,
+// then 74 random bits) in its canonical text form, for task IDs and
+// generated idempotency keys. IDs made one after another sort together, so
+// a store's index of them grows at one end instead of touching a random
+// page for every new task: fewer pages written per commit. It is safe for
+// concurrent use.
 func NewID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(time.Now().UnixMilli()))
+	copy(b[:6], ms[2:])
+	b[6] = b[6]&0x0f | 0x70
 	b[8] = b[8]&0x3f | 0x80
 	var s [36]byte
 	hex.Encode(s[0:8], b[0:4])

@@ -51,7 +51,7 @@ func unavailable(t testing.TB, msg string) {
 // keys are deleted (SCAN and UNLINK, never a FLUSH) when t ends.
 func newPrefix(t testing.TB, url string) string {
 	t.Helper()
-	prefix := "retrykit-test:" + store.NewID()[:13] + ":"
+	prefix := "retrykit-test:" + store.NewID()[24:] + ":" // the random end
 	t.Cleanup(func() {
 		opts, err := goredis.ParseURL(url)
 		if err != nil {
