@@ -89,12 +89,14 @@ import (
 // One: the NOTIFY of every batch takes a lock that PostgreSQL holds
 // through the commit's WAL flush, so the commits of batches in flight
 // queue one behind the other anyway; a second batch would only overlap its
-// round trip with the first's commit while halving both batches, and on a
-// 2-core machine, where the CPU of client and server is what runs out,
-// fewer and bigger batches create faster and cost less CPU
-// (BenchmarkCreateRuns, medians of 12 runs, 16 callers: about 14,400
-// tasks/s with one run, 12,000 with two, 7,800 with four; 8 callers:
-// 8,300, 7,000 and 4,300).
+// round trip with the first's commit while halving both batches, and fewer,
+// bigger batches create faster and cost less CPU (BenchmarkCreateRuns,
+// medians of 12 runs on 2 shared cores, 16 callers: about 14,400 tasks/s
+// with one run, 12,000 with two, 7,800 with four; 8 callers: 8,300, 7,000
+// and 4,300; with the disk made slow by another writer, 8 callers: about
+// 3,600 with one run, 2,200 with two). retryd's API bench with 8 clients,
+// which does not take creates to the store's limit, saw no clear
+// difference: each setting was ahead by up to 8% in one condition.
 const createRuns = 1
 
 // DefaultReconnect returns the backoff between Listen's attempts to
