@@ -55,10 +55,12 @@ func New[In, Out any](cfg Config[In, Out]) *Coalescer[In, Out] {
 
 // Do runs in as part of a batch and returns its outcome. When ctx ends
 // before the item's batch has started, the item is dropped and Do returns
-// ctx's error; once started, the batch runs to its end whatever happens to
-// ctx (its context is the starting caller's, without its cancellation),
-// but Do returns at once: the item's outcome is then unknown to the
-// caller, as with any call cut short.
+// ctx's error; once started, a batch runs to its end whatever happens to
+// ctx (its context is the starting caller's, without its cancellation).
+// A caller that finds a run slot free runs the next batch itself, its own
+// item among it, and returns when that batch ends; otherwise Do returns
+// as soon as ctx ends, the item's outcome then unknown to the caller, as
+// with any call cut short.
 func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	w := &waiter[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
 	c.mu.Lock()
@@ -69,9 +71,27 @@ func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	}
 	c.mu.Unlock()
 	if lead {
-		// The leader runs batches until the queue is empty, its own item's
-		// first among them.
-		go c.lead(context.WithoutCancel(ctx))
+		// A lone caller runs its own batch on its own goroutine: a hand-off
+		// would cost more than the work. Items that queued meanwhile are
+		// left to a goroutine, which holds the run slot until the queue is
+		// empty.
+		bctx := context.WithoutCancel(ctx)
+		c.mu.Lock()
+		if batch := c.take(); len(batch) > 0 {
+			c.mu.Unlock()
+			c.run(bctx, batch)
+		} else {
+			c.mu.Unlock()
+		}
+		c.mu.Lock()
+		more := len(c.queue) > 0
+		if !more {
+			c.running--
+		}
+		c.mu.Unlock()
+		if more {
+			go c.lead(bctx)
+		}
 	}
 	select {
 	case <-w.done:
