@@ -83,20 +83,9 @@ func decodeLoc(s string) (loc, error) {
 	return loc{part: p, tenant: f[1], policy: f[2]}, nil
 }
 
-// createHeader names the hash fields of a new task for the create
-// script, as its header says: the fields each task brings a value of, in
-// createValues' order (id, tn, ik, next and seq first, where the script
-// looks for them), then those every new task starts the same in, with
-// their values.
-func createHeader() []any {
-	return []any{15, "id", "tn", "ik", "next", "seq", "rh", "url", "m", "h", "b", "bb", "pol", "bs", "c", "u",
-		10, "st", string(store.Pending), "an", "0", "prev", "0", "le", "", "ls", "0", "lu", "0", "v", "1",
-		"f", "0", "ca", "0", "ln", "0"}
-}
-
-// createValues appends the values of the fields createHeader names first
-// of new task t to args.
-func createValues(args []any, t *store.Task, seq int64) []any {
+// taskFields appends the hash fields and values of new task t to args,
+// id, tn, ik, next and seq first: the create script finds them there.
+func taskFields(args []any, t *store.Task, seq int64) []any {
 	bin := "0"
 	if t.BodyBinary {
 		bin = "1"
@@ -106,8 +95,11 @@ func createValues(args []any, t *store.Task, seq int64) []any {
 		body = []byte{}
 	}
 	created := itoa(ms(t.CreatedAt))
-	return append(args, t.ID, t.Tenant, t.IdempotencyKey, itoa(ms(t.NextAttemptAt)), itoa(seq), t.RequestHash,
-		t.TargetURL, t.Method, encodeHeaders(t.Headers), body, bin, t.PolicyID, itoa(ms(t.BudgetStart)), created, created)
+	return append(args, "id", t.ID, "tn", t.Tenant, "ik", t.IdempotencyKey, "next", itoa(ms(t.NextAttemptAt)),
+		"seq", itoa(seq), "rh", t.RequestHash, "url", t.TargetURL, "m", t.Method, "h", encodeHeaders(t.Headers),
+		"b", body, "bb", bin, "pol", t.PolicyID, "st", string(store.Pending), "an", "0", "prev", "0",
+		"bs", itoa(ms(t.BudgetStart)), "le", "", "ls", "0", "lu", "0", "v", "1", "c", created, "u", created,
+		"f", "0", "ca", "0", "ln", "0")
 }
 
 func encodeHeaders(h map[string]string) string {

@@ -59,8 +59,10 @@
 // TaskFinish and claims by ID look up and a Store caches, since they never
 // change), <prefix>idem:<tenant>…<key> (the task an idempotency key names)
 // and <prefix>seq (the creation counter behind list order and page
-// tokens). TaskCreate reserves the first two, then writes the task; see
-// TaskCreate for how a create cut short between the steps is completed.
+// tokens). TaskCreateBatch reserves the first two of all its tasks in one
+// pipeline, then writes the tasks, one script per partition; see
+// TaskCreateBatch for how a create cut short between the steps is
+// completed.
 //
 // # Several instances
 //
