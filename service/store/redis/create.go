@@ -165,17 +165,20 @@ func (s *Store) write(ctx context.Context, p *createPlan) error {
 			calls = append(calls, &call{sc: s.sc.release, keys: []string{k.name}, args: []any{k.held}})
 		}
 	}
-	pipe := s.rdb.Pipeline()
+	var pipe goredis.Pipeliner // only for repeats: a lone create goes without
 	var setnx []*goredis.BoolCmd
 	for _, id := range p.idOrder {
 		switch {
 		case id.ours && !id.used:
 			calls = append(calls, &call{sc: s.sc.release, keys: []string{s.k.id(id.id)}, args: []any{id.held}})
 		case id.complete:
+			if pipe == nil {
+				pipe = s.rdb.Pipeline()
+			}
 			setnx = append(setnx, pipe.SetNX(ctx, s.k.id(id.id), id.held, 0))
 		}
 	}
-	if len(setnx) == 0 {
+	if pipe == nil {
 		s.eval(ctx, calls...)
 	} else {
 		s.evalWith(ctx, pipe, calls...)

@@ -81,14 +81,19 @@
 // A TaskClaim costs one script run per partition it takes tasks from, sent
 // in one pipeline (a claim without IDs first reads the due sets, another
 // round trip), and a TaskFinish one per partition of its items; a
-// TaskCreate costs two round trips. Redis runs a shard's scripts one at a
-// time, so its CPU is the ceiling: on a loaded 2-core VM, with the client
-// on the same machine, claim+finish took some 32 µs of Redis CPU per task
-// and a create some 30 µs. BenchmarkClaimFinish measured 2,100–2,600
+// TaskCreateBatch costs two round trips whatever its size (reservations,
+// then one script per partition), and concurrent TaskCreate calls share
+// them: a coalescer hands them to TaskCreateBatch together. Redis runs a
+// shard's scripts one at a time, so its CPU is the ceiling: on a loaded
+// 2-core VM, with the client on the same machine, claim+finish took some
+// 32 µs of Redis CPU per task, a create on its own some 30 µs and one of a
+// batch of 100 some 16 µs. BenchmarkClaimFinish measured 2,100–2,600
 // tasks/s claimed and finished one at a time, 12,000–16,000 in batches of
-// 64 and 16,000–21,000 in batches of 256; BenchmarkCreate 5,300–7,000
-// creates/s from one caller and 5,300–14,000 from 64 (go test -run XXX
-// -bench . -benchtime 1s ./service/store/redis/, several runs; about half
-// that while other processes kept both cores busy). Past one shard's
-// ceiling, a Redis Cluster spreads the partitions over shards.
+// 64 and 16,000–21,000 in batches of 256; BenchmarkCreate (medians of five
+// runs) 6,600–9,000 creates/s from one caller, 20,000 from 8 and 25,000
+// from 16, and BenchmarkCreateBatch 37,000 tasks/s in batches of 100 from
+// one caller and 51,000 from 8 (go test -run '^$' -bench . -benchtime 1s
+// ./service/store/redis/; about half that while other processes kept both
+// cores busy). Past one shard's ceiling, a Redis Cluster spreads the
+// partitions over shards.
 package redis
