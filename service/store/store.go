@@ -257,7 +257,10 @@ type Store interface {
 	// created one after another in order (a task repeating the idempotency
 	// key of an earlier one is its repeat, or ErrConflict). A task the store
 	// refuses does not stop the others. err is for failures of the whole
-	// call: results is then nil and nothing is written.
+	// call: results is then nil, and nothing is written by a store whose
+	// batch is one transaction (SQLite, PostgreSQL); on Redis some of the
+	// tasks may have been created. Either way, repeating the call with the
+	// same idempotency keys is safe: what was created answers as a repeat.
 	TaskCreateBatch(ctx context.Context, ts []*Task) (results []CreateResult, err error)
 	// TaskGet returns one task of the tenant, or ErrNotFound.
 	TaskGet(ctx context.Context, tenant, id string) (*Task, error)
