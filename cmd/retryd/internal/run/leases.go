@@ -16,14 +16,15 @@ const minLeaseWatch = 500 * time.Millisecond
 // moment its lease expires, every lease/2, until ctx ends.
 //
 // A scheduler learns of another instance's tasks through the change feed,
-// but when it asks for one that the other instance has claimed, the store
-// refuses and the scheduler forgets the task: if that instance then dies,
-// nobody would reclaim its tasks before the next full resync. Listing the
-// IN_FLIGHT tasks (at most every instance's workers, when all is well)
-// twice per lease means that each lease is seen while it runs, so that the
-// task is claimed again as soon as it expires. A lease that is still held
-// then costs a refused ID, nothing more. Instances sharing a store should
-// use one --lease, so that the interval suits every lease.
+// and when it asks for one that the other instance has claimed, the store
+// refuses and tells it when the lease ends (ClaimParams.Later), so that
+// the task is claimed again as soon as it expires. This watch is the
+// second line for a task no hint reached this instance about at all:
+// listing the IN_FLIGHT tasks (at most every instance's workers, when all
+// is well) twice per lease means that each lease is seen while it runs. A
+// lease that is still held then costs a refused ID, nothing more.
+// Instances sharing a store should use one --lease, so that the interval
+// suits every lease.
 func watchLeases(ctx context.Context, st store.Store, sched *scheduler.Scheduler, lease time.Duration, log *slog.Logger) {
 	t := time.NewTicker(max(lease/2, minLeaseWatch))
 	defer t.Stop()
