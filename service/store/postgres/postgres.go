@@ -204,11 +204,24 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 }
 
 // poolConfig parses url and points its search_path at schema, if set.
+//
+// It also turns enable_seqscan off for the store's connections. Every
+// statement the store runs is meant to find its rows through an index (by
+// ID, key, sequence or wake time), but pgx prepares statements once per
+// connection, and PostgreSQL then keeps a generic plan made when the
+// tables were small: a hash join over a sequential scan of retry_tasks,
+// which each claim, finish and create batch went on paying as the table
+// grew, until an autoanalyze (a minute later, at the earliest) replanned
+// it. retryd bench on a new schema, 20,000 single creates: 2,249
+// sequential scans reading 17.6 million rows before, none after, and
+// 3,600 tasks/s against 3,070. Where no index serves, PostgreSQL still
+// scans: the setting only makes a scan the last resort.
 func poolConfig(url, schema string) (*pgxpool.Config, error) {
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w: %w", store.ErrInvalid, err)
 	}
+	pcfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
 	if schema != "" {
 		if !textOK(schema) {
 			return nil, fmt.Errorf("postgres: schema %q: %w", schema, store.ErrInvalid)

@@ -1,0 +1,83 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// The store's statements find their rows through indexes however small
+// retry_tasks was when a connection first planned them: a store that
+// started on an empty schema and then works through thousands of tasks
+// reads no more of retry_tasks by sequential scans than one such scan
+// would. (Generic plans made while the table was small used to keep a
+// scan of the whole table in every claim, finish and create batch.)
+func TestStatementsDoNotScanTasksAsTheTableGrows(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	s := open(t, schema)
+	ctx := context.Background()
+
+	// Small table: each statement runs more than five times on the pool's
+	// connections, so PostgreSQL settles on a generic plan.
+	work := func(prefix string, batches, size int) {
+		for b := range batches {
+			in := make([]*store.Task, size)
+			for i := range in {
+				in[i] = newTask(fmt.Sprintf("%s-%d-%d", prefix, b, i), t0)
+			}
+			in = append(in, newTask(fmt.Sprintf("%s-%d-0", prefix, b), t0)) // a repeat: the lookup runs too
+			res, err := s.TaskCreateBatch(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]string, 0, size)
+			for _, r := range res[:size] {
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				ids = append(ids, r.Task.ID)
+			}
+			got, err := s.TaskClaim(ctx, store.ClaimParams{Now: t0, Lease: time.Minute, IDs: ids, Later: func(store.Due) {}})
+			if err != nil || len(got) != size {
+				t.Fatalf("TaskClaim = %d tasks, %v; want %d", len(got), err, size)
+			}
+			fs := make([]store.Finish, len(got))
+			for i, c := range got {
+				fs[i] = store.Finish{TaskID: c.ID, Version: c.Version, Status: store.Succeeded, Now: t0,
+					Attempt: store.Attempt{AttemptNumber: 1, StartedAt: t0, ResponseStatus: 200}}
+			}
+			if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil {
+				t.Fatalf("TaskFinish = %v, %v", errs, err)
+			}
+		}
+	}
+	work("small", 20, 3)
+	work("large", 3, 1000)
+	work("after", 20, 3)
+	s.Close() // its connections end, and PostgreSQL counts what they did
+
+	conn := admin(t)
+	defer conn.Close(ctx)
+	var read int64
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if err := conn.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables
+			WHERE schemaname = $1 AND relname = 'retry_tasks'`, schema).Scan(&read); err != nil {
+			t.Fatal(err)
+		}
+		// Statistics arrive when the ended backends flush them; a scan
+		// of the grown table would show as thousands of rows at once.
+		if read > 3100 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	}
+	if read > 3100 {
+		t.Fatalf("the store's statements read %d rows of retry_tasks by sequential scans (%d tasks in it)", read, 3000+120)
+	}
+}
