@@ -165,6 +165,23 @@ type ClaimParams struct {
 	OmitRequest bool
 }
 
+// Unclaimed returns the IDs of p.IDs that no task of got has, each once:
+// those whose due times a Store reports to p.Later.
+func (p ClaimParams) Unclaimed(got []*Task) []string {
+	skip := make(map[string]bool, len(got)+len(p.IDs))
+	for _, t := range got {
+		skip[t.ID] = true
+	}
+	var rest []string
+	for _, id := range p.IDs {
+		if !skip[id] {
+			skip[id] = true
+			rest = append(rest, id)
+		}
+	}
+	return rest
+}
+
 // ClaimLimit returns how many tasks p may claim, applying ClaimParams'
 // rules, for backends.
 func (p ClaimParams) ClaimLimit() int {

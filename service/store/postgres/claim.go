@@ -99,7 +99,8 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 			slog.Int("count", len(reclaimed)), slog.Any("tasks", reclaimed[:min(len(reclaimed), 10)]))
 	}
 	if p.Later != nil && len(out) < len(ids) {
-		if err := s.unclaimed(ctx, ids, out, p.Later); err != nil {
+		// ids, not p.IDs: those holding bytes PostgreSQL's text refuses are left out.
+		if err := s.unclaimed(ctx, store.ClaimParams{IDs: ids}.Unclaimed(out), p.Later); err != nil {
 			return nil, s.fail("claim", err)
 		}
 	}
@@ -112,19 +113,9 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 const unclaimedSQL = `SELECT t.id, r.wake_at, r.version FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
 	WHERE t.id = ANY($1) AND t.state = 'LIVE'`
 
-// unclaimed tells later when each live task of ids not in got is due.
-func (s *Store) unclaimed(ctx context.Context, ids []string, got []*store.Task, later func(store.Due)) error {
-	taken := make(map[string]bool, len(got))
-	for _, t := range got {
-		taken[t.ID] = true
-	}
-	rest := make([]string, 0, len(ids)-len(got))
-	for _, id := range ids {
-		if !taken[id] {
-			rest = append(rest, id)
-		}
-	}
-	rows, err := s.pool.Query(ctx, unclaimedSQL, rest)
+// unclaimed tells later when each live task of ids is due.
+func (s *Store) unclaimed(ctx context.Context, ids []string, later func(store.Due)) error {
+	rows, err := s.pool.Query(ctx, unclaimedSQL, ids)
 	if err != nil {
 		return err
 	}

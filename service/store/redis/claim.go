@@ -55,34 +55,29 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	if err != nil {
 		return nil, s.fail("claim", err)
 	}
-	if p.Later != nil && len(got) < len(p.IDs) {
-		if err := s.unclaimed(ctx, p.IDs, got, p.Later); err != nil {
-			return nil, s.fail("claim", err)
-		}
-	}
 	slices.SortStableFunc(got, func(a, b claimed) int { return cmp.Compare(a.due, b.due) })
 	out := make([]*store.Task, len(got))
 	for i, c := range got {
 		out[i] = c.t
 	}
+	if p.Later != nil && len(got) < len(p.IDs) {
+		if err := s.unclaimed(ctx, p.Unclaimed(out), p.Later); err != nil {
+			return nil, s.fail("claim", err)
+		}
+	}
 	return out, nil
 }
 
-// unclaimed tells later when each live task of ids (in the partitions this
-// store claims from) that is not in got is due.
-func (s *Store) unclaimed(ctx context.Context, ids []string, got []claimed, later func(store.Due)) error {
-	taken := make(map[string]bool, len(got))
-	for _, c := range got {
-		taken[c.t.ID] = true
-	}
+// unclaimed tells later when each live task of ids in the partitions this
+// store claims from is due.
+func (s *Store) unclaimed(ctx context.Context, ids []string, later func(store.Due)) error {
 	locs, err := s.locate(ctx, ids)
 	if err != nil {
 		return err
 	}
 	groups := map[int][]string{}
 	for _, id := range ids {
-		if l, ok := locs[id]; ok && !taken[id] && s.claims(l.part) {
-			taken[id] = true
+		if l, ok := locs[id]; ok && s.claims(l.part) {
 			groups[l.part] = append(groups[l.part], id)
 		}
 	}

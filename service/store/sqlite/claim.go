@@ -38,7 +38,7 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	err := s.write(ctx, &writeOp{run: func(w *wtx) (err error) {
 		out, err = w.claimDue(p, ms(now), ms(now.Add(p.Lease)), limit)
 		if err == nil && p.Later != nil && len(out) < len(p.IDs) {
-			later, err = w.unclaimed(p.IDs, out)
+			later, err = w.unclaimed(p.Unclaimed(out))
 		}
 		return err
 	}})
@@ -51,22 +51,11 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	return out, nil
 }
 
-// unclaimed returns when each live task of ids that is not in got is due.
-func (w *wtx) unclaimed(ids []string, got []*store.Task) ([]store.Due, error) {
-	taken := make(map[string]bool, len(got))
-	for _, t := range got {
-		taken[t.ID] = true
-	}
-	var rest []any
-	for _, id := range ids {
-		if !taken[id] {
-			taken[id] = true // once, if ids repeats it
-			rest = append(rest, id)
-		}
-	}
+// unclaimed returns when each live task of ids is due.
+func (w *wtx) unclaimed(ids []string) ([]store.Due, error) {
 	var out []store.Due
 	err := w.inList(`SELECT id, wake_at, version FROM tasks INDEXED BY tasks_id WHERE state = 'LIVE' AND id IN (%s)`,
-		nil, rest, func(rows *sql.Rows) error {
+		nil, anys(ids), func(rows *sql.Rows) error {
 			defer rows.Close()
 			for rows.Next() {
 				var d store.Due
