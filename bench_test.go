@@ -47,7 +47,7 @@ func BenchmarkDoSuccessParallel(b *testing.B) {
 // cost of the retry machinery itself.
 func BenchmarkDoOneRetry(b *testing.B) {
 	ctx := context.Background()
-	p := retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter}}
+	p := retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}}
 	n := 0
 	op := func(context.Context) error {
 		n++

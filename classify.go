@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 )
 
 // Decision is a classifier's answer about one error. The zero value is
@@ -55,6 +56,46 @@ func (cs Classifiers) Classify(err error) Decision {
 		}
 	}
 	return Unknown
+}
+
+// RetryDelay returns the wait chosen by the first classifier that is a
+// Delayer and chooses one for err.
+func (cs Classifiers) RetryDelay(err error, n int) (time.Duration, bool) {
+	for _, c := range cs {
+		if dl, ok := c.(Delayer); ok {
+			if d, ok := dl.RetryDelay(err, n); ok {
+				return d, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// RetryAfterIf retries the errors pred accepts, waiting d before each such
+// retry instead of the backoff's delay (a server's hint, when longer, still
+// wins); it leaves the others Unknown. Put it in Classifiers before the
+// others to give, say, throttling errors a longer wait.
+func RetryAfterIf(pred func(error) bool, d time.Duration) Classifier {
+	return delayIf{pred, d}
+}
+
+type delayIf struct {
+	pred func(error) bool
+	d    time.Duration
+}
+
+func (c delayIf) Classify(err error) Decision {
+	if c.pred(err) {
+		return Retry
+	}
+	return Unknown
+}
+
+func (c delayIf) RetryDelay(err error, _ int) (time.Duration, bool) {
+	if c.pred(err) {
+		return c.d, true
+	}
+	return 0, false
 }
 
 // RetryIf retries the errors pred accepts and leaves the others Unknown.

@@ -18,14 +18,17 @@ var (
 )
 
 // Error is what Do returns when it gives up. It wraps the reason (one of the
-// Err… sentinels), the caller's context error when the context ended the
-// execution, and the operation's last error, so errors.Is and errors.As reach
-// each of them.
+// Err… sentinels), the caller's context error and its cause when the context
+// ended the execution, and the operation's last error, so errors.Is and
+// errors.As reach each of them: errors.Is(err, context.Canceled) holds for a
+// context cancelled with a cause of its own too.
 type Error struct {
 	Reason   error // ErrAttemptsExhausted, ErrBudgetExhausted, …
 	Attempts int   // calls made, the first included
-	Err      error // the operation's last error
+	Err      error // the operation's last error; nil when no call was made
 	Cause    error // the context's cause when Reason is ErrCancelled, else nil
+
+	ctxErr error // the context's error when Reason is ErrCancelled
 }
 
 // Error says why the execution stopped, after how many attempts, and the
@@ -41,10 +44,14 @@ func (e *Error) Error() string {
 	return s
 }
 
-// Unwrap returns the reason, the context's cause (if any) and the last error.
+// Unwrap returns the reason, the context's error and cause (if any) and the
+// last error.
 func (e *Error) Unwrap() []error {
 	errs := []error{e.Reason}
-	if e.Cause != nil {
+	if e.ctxErr != nil {
+		errs = append(errs, e.ctxErr)
+	}
+	if e.Cause != nil && e.Cause != e.ctxErr {
 		errs = append(errs, e.Cause)
 	}
 	if e.Err != nil {

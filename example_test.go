@@ -11,14 +11,20 @@ import (
 	"github.com/retrykit/retry/backoff"
 )
 
-// Retry an operation that fails twice, watching each retry through the hook.
+// Retry an operation that fails twice, watching every attempt through an
+// Observer.
 func ExampleDo() {
 	policy := retry.Policy{
 		MaxAttempts: 4,
 		Backoff:     backoff.Policy{Base: 10 * time.Millisecond, Jitter: backoff.NoJitter},
-		OnRetry: func(_ context.Context, a retry.Attempt) {
-			fmt.Printf("attempt %d/%d failed: %v; retrying in %v\n", a.Number, a.MaxAttempts, a.Err, a.Delay)
-		},
+		Observer: retry.ObserverFunc(func(_ context.Context, e retry.Event) {
+			switch e.Outcome {
+			case retry.Retrying:
+				fmt.Printf("attempt %d/%d failed: %v; retrying in %v\n", e.Attempt, e.MaxAttempts, e.Err, e.Delay)
+			case retry.Succeeded:
+				fmt.Printf("attempt %d succeeded\n", e.Attempt)
+			}
+		}),
 	}
 	calls := 0
 	err := retry.Do(context.Background(), policy, func(ctx context.Context) error {
@@ -32,6 +38,7 @@ func ExampleDo() {
 	// Output:
 	// attempt 1/4 failed: connection reset; retrying in 10ms
 	// attempt 2/4 failed: connection reset; retrying in 20ms
+	// attempt 3 succeeded
 	// err: <nil>
 }
 
@@ -53,7 +60,7 @@ func ExampleDoValue() {
 // The error Do returns says why it stopped and still reaches the last error.
 func ExampleError() {
 	errDown := errors.New("service down")
-	policy := retry.Policy{MaxAttempts: 2, Backoff: backoff.Policy{Kind: backoff.Fixed}}
+	policy := retry.Policy{MaxAttempts: 2, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Millisecond}}
 	err := retry.Do(context.Background(), policy, func(context.Context) error { return errDown })
 
 	var re *retry.Error
@@ -81,7 +88,7 @@ func ExampleClassifiers() {
 	errTimeout := errors.New("timeout")
 	policy := retry.Policy{
 		MaxAttempts: 3,
-		Backoff:     backoff.Policy{Kind: backoff.Fixed},
+		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: time.Millisecond},
 		Classifier: retry.Classifiers{
 			retry.RetryOn(errTimeout),
 			retry.Transient(),
@@ -99,7 +106,7 @@ func ExampleQuota() {
 	if err != nil {
 		panic(err)
 	}
-	policy := retry.Policy{MaxAttempts: 10, Quota: quota, Backoff: backoff.Policy{Kind: backoff.Fixed}}
+	policy := retry.Policy{MaxAttempts: 10, Quota: quota, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Millisecond}}
 	calls := 0
 	err = retry.Do(context.Background(), policy, func(context.Context) error { calls++; return errors.New("overloaded") })
 	fmt.Println(calls, errors.Is(err, retry.ErrQuotaExhausted))
@@ -119,17 +126,74 @@ func ExamplePolicy_budget() {
 	// Output: true
 }
 
-// A server's Retry-After hint lengthens the wait (up to the backoff's Max).
+// A server's Retry-After hint is a floor on the wait, beyond the backoff's
+// Max: retrying sooner would only spend an attempt on a server that asked
+// to wait.
 func ExampleAfter() {
 	policy := retry.Policy{
 		MaxAttempts: 2,
-		Backoff:     backoff.Policy{Base: time.Millisecond, Max: 30 * time.Millisecond, Jitter: backoff.NoJitter},
-		OnRetry:     func(_ context.Context, a retry.Attempt) { fmt.Println("waiting", a.Delay) },
+		Backoff:     backoff.Policy{Base: time.Millisecond, Max: 10 * time.Millisecond, Jitter: backoff.NoJitter},
+		Observer: retry.ObserverFunc(func(_ context.Context, e retry.Event) {
+			if e.Outcome == retry.Retrying {
+				fmt.Println("waiting", e.Delay)
+			}
+		}),
 	}
 	_ = retry.Do(context.Background(), policy, func(context.Context) error {
-		return retry.After(time.Minute, errors.New("429 too many requests"))
+		return retry.After(30*time.Millisecond, errors.New("429 too many requests"))
 	})
 	// Output: waiting 30ms
+}
+
+// DoValueIf retries a call that succeeded with a value not worth keeping.
+func ExampleDoValueIf() {
+	policy := retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Millisecond}}
+	polls := 0
+	state, err := retry.DoValueIf(context.Background(), policy, func(context.Context) (string, error) {
+		polls++
+		if polls < 3 {
+			return "PENDING", nil
+		}
+		return "DONE", nil
+	}, func(state string) bool { return state == "PENDING" })
+	fmt.Println(state, polls, err)
+	// Output: DONE 3 <nil>
+}
+
+// DoAttempt tells the operation which attempt it is on and why the last
+// one failed.
+func ExampleDoAttempt() {
+	policy := retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Millisecond}}
+	_, err := retry.DoAttempt(context.Background(), policy, func(_ context.Context, a retry.Attempt) (struct{}, error) {
+		fmt.Println("attempt", a.Number, "after", a.LastErr)
+		if a.Number < 2 {
+			return struct{}{}, errors.New("busy")
+		}
+		return struct{}{}, nil
+	})
+	fmt.Println(err)
+	// Output:
+	// attempt 1 after <nil>
+	// attempt 2 after busy
+	// <nil>
+}
+
+// A classifier can choose the wait for the errors it knows: throttling
+// waits longer than the backoff would.
+func ExampleRetryAfterIf() {
+	errThrottled := errors.New("throttled")
+	policy := retry.Policy{
+		MaxAttempts: 2,
+		Backoff:     backoff.Policy{Base: time.Millisecond, Jitter: backoff.NoJitter},
+		Classifier:  retry.Classifiers{retry.RetryAfterIf(func(err error) bool { return errors.Is(err, errThrottled) }, 20*time.Millisecond)},
+		Observer: retry.ObserverFunc(func(_ context.Context, e retry.Event) {
+			if e.Outcome == retry.Retrying {
+				fmt.Println("waiting", e.Delay)
+			}
+		}),
+	}
+	_ = retry.Do(context.Background(), policy, func(context.Context) error { return errThrottled })
+	// Output: waiting 20ms
 }
 
 // Policies travel as JSON with the service's field names.
@@ -145,7 +209,7 @@ type getUser struct{ id string }
 // Wrap adds retries to any handler of the shape func(ctx, Req) (Resp, error).
 func ExampleWrap() {
 	calls := 0
-	fetch := retry.Wrap(retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed}}, func(ctx context.Context, r getUser) (string, error) {
+	fetch := retry.Wrap(retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Millisecond}}, func(ctx context.Context, r getUser) (string, error) {
 		calls++
 		if calls == 1 {
 			return "", errors.New("timeout")

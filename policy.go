@@ -2,12 +2,12 @@ package retry
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -27,9 +27,11 @@ func DefaultRetryableStatusCodes() []int { return []int{408, 425, 429, 500, 502,
 type FieldError = backoff.FieldError
 
 // Policy says how an operation is retried. It is a plain value: build it
-// once, share it between goroutines, copy it to vary a field. The zero Policy
-// is usable: DefaultMaxAttempts calls, backoff.Default() delays, every error
-// but a Permanent one retried, no time budget.
+// once, share it between goroutines, copy it to vary a field. Every zero
+// field takes its default, field by field, so the zero Policy is usable:
+// DefaultMaxAttempts calls, backoff.Default() delays, every error but a
+// Permanent one retried, no time budget. An invalid Policy (see Validate)
+// is an error before any call.
 //
 // Slices, funcs and pointers in a Policy are shared by its copies; do not
 // change what they point to once the Policy is in use.
@@ -41,11 +43,19 @@ type Policy struct {
 	// DefaultMaxAttempts.
 	MaxAttempts int
 	// Budget caps the time from the first call to the end of the last one;
-	// 0 means no budget.
+	// 0 means no budget. With one, op's context carries its end as a
+	// deadline.
 	Budget time.Duration
 	// CallTime is the expected duration of one call, used to decide whether
 	// another attempt fits in Budget; 0 means "as long as the previous one".
 	CallTime time.Duration
+	// AttemptTimeout, when positive, gives each call a deadline of its own;
+	// a call it cuts short is retried.
+	AttemptTimeout time.Duration
+	// MaxRetryAfter caps a server's hint (RetryAfter) when there is no
+	// Budget; 0 means DefaultMaxRetryAfter. With a Budget, the budget is the
+	// limit: a hint that does not fit it stops the execution.
+	MaxRetryAfter time.Duration
 	// RetryableStatusCodes lists the HTTP statuses worth retrying, for errors
 	// that carry one (HTTPStatusCode() int); nil means
 	// DefaultRetryableStatusCodes.
@@ -60,32 +70,22 @@ type Policy struct {
 	// retries with ErrQuotaExhausted.
 	Quota *Quota
 
-	// Name names the operation in logs and hooks.
+	// Name names the operation in logs and events.
 	Name string
-	// OnRetry, when set, is called before each wait, from the goroutine that
-	// called Do.
-	OnRetry func(ctx context.Context, a Attempt)
-	// Logger, when set, logs each failed attempt at Warn (a cancelled one at
-	// Info): "attempt 1/3 failed; retrying in 182ms".
+	// Observer, when set, hears the end of every attempt (see Event), from
+	// the goroutine that runs the execution.
+	Observer Observer
+	// Logger, when set, logs every attempt through Log(Logger).
 	Logger *slog.Logger
 
 	// Clock reads the time and sleeps; nil means the real clock. Tests pass a
 	// fake (see package retrytest).
 	Clock Clock
 	// Rand supplies jitter's randomness; nil means a source safe for
-	// concurrent use that needs no seeding.
+	// concurrent use that needs no seeding. A Policy shared between
+	// goroutines needs a Rand that is safe for concurrent use too: wrap a
+	// seeded math/rand/v2 generator with backoff.Locked.
 	Rand backoff.Source
-}
-
-// Attempt describes a failed attempt that is about to be retried, as handed
-// to Policy.OnRetry.
-type Attempt struct {
-	Name        string        // Policy.Name
-	Number      int           // the attempt that failed, 1 for the first call
-	MaxAttempts int           // the cap on attempts
-	Err         error         // what it returned
-	Delay       time.Duration // the wait before the next attempt
-	Elapsed     time.Duration // time since the first call began; 0 without a Budget
 }
 
 // Attempts returns the effective cap on calls.
@@ -112,16 +112,23 @@ func (p *Policy) RetryableStatus(code int) bool {
 // Validate reports every problem with p as a *FieldError, joined; nil means p
 // is usable. Field names are the JSON ones.
 func (p *Policy) Validate() error {
+	if p.MaxAttempts >= 0 && p.Budget >= 0 && p.CallTime >= 0 && p.AttemptTimeout >= 0 &&
+		p.MaxRetryAfter >= 0 && p.RetryableStatusCodes == nil {
+		// The common case, on the path of every execution: no allocation.
+		return p.Backoff.Validate()
+	}
 	errs := []error{p.Backoff.Validate()}
 	bad := func(field, reason string) { errs = append(errs, &FieldError{Field: field, Reason: reason}) }
 	if p.MaxAttempts < 0 {
 		bad("maxAttempts", "must not be negative")
 	}
-	if p.Budget < 0 {
-		bad("totalBudgetMs", "must not be negative")
-	}
-	if p.CallTime < 0 {
-		bad("callTimeMs", "must not be negative")
+	for _, f := range [...]struct {
+		name string
+		d    time.Duration
+	}{{"totalBudgetMs", p.Budget}, {"callTimeMs", p.CallTime}, {"attemptTimeoutMs", p.AttemptTimeout}, {"maxRetryAfterMs", p.MaxRetryAfter}} {
+		if f.d < 0 {
+			bad(f.name, "must not be negative")
+		}
 	}
 	for i, c := range p.RetryableStatusCodes {
 		if c < 100 || c > 599 {
@@ -133,8 +140,11 @@ func (p *Policy) Validate() error {
 
 // MarshalJSON encodes the policy's data with the service's field names: the
 // backoff's fields (see backoff.Policy.MarshalJSON) and maxAttempts,
-// totalBudgetMs and retryableStatusCodes, each with its effective value.
-// Funcs, hooks, the quota and the clock are code, not data, and are left out.
+// totalBudgetMs, callTimeMs, attemptTimeoutMs, maxRetryAfterMs and
+// retryableStatusCodes, each with its effective value (0 for no budget, no
+// expected call time, no attempt timeout). Durations are milliseconds,
+// fractional when not whole, so every value round-trips. Funcs, hooks, the
+// quota and the clock are code, not data, and are left out.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -151,7 +161,10 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1])
 	buf.WriteString(`,"maxAttempts":` + strconv.Itoa(p.Attempts()))
-	buf.WriteString(`,"totalBudgetMs":` + strconv.FormatInt(p.Budget.Milliseconds(), 10))
+	writeMs(&buf, "totalBudgetMs", p.Budget)
+	writeMs(&buf, "callTimeMs", p.CallTime)
+	writeMs(&buf, "attemptTimeoutMs", p.AttemptTimeout)
+	writeMs(&buf, "maxRetryAfterMs", p.maxRetryAfter())
 	buf.WriteString(`,"retryableStatusCodes":`)
 	buf.Write(cs)
 	buf.WriteByte('}')
@@ -160,9 +173,10 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes a policy with the service's field names. Omitted or
 // null fields take their defaults; unknown fields, wrong types and invalid
-// values are rejected, each problem a *FieldError (list them with
-// backoff.FieldErrors). On error p is left unchanged; on success the fields
-// that are code (Classifier, hooks, Clock, …) are kept as they were.
+// values are rejected, every problem of every field a *FieldError (list
+// them with backoff.FieldErrors). On error p is left unchanged; on success
+// the fields that are code (Classifier, hooks, Clock, …) are kept as they
+// were.
 func (p *Policy) UnmarshalJSON(data []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
@@ -172,23 +186,29 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 		return errors.New("retry policy: want a JSON object, got null")
 	}
 	q := *p
-	q.MaxAttempts, q.Budget, q.RetryableStatusCodes = 0, 0, nil
+	q.MaxAttempts, q.Budget, q.CallTime, q.AttemptTimeout, q.MaxRetryAfter, q.RetryableStatusCodes = 0, 0, 0, 0, 0, nil
 	var errs []error
 	bad := func(field, reason string) { errs = append(errs, &FieldError{Field: field, Reason: reason}) }
+	ms := map[string]*time.Duration{"totalBudgetMs": &q.Budget, "callTimeMs": &q.CallTime,
+		"attemptTimeoutMs": &q.AttemptTimeout, "maxRetryAfterMs": &q.MaxRetryAfter}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		raw := fields[name]
 		isNull := string(raw) == "null"
+		if d, ok := ms[name]; ok {
+			if !isNull {
+				var err error
+				if *d, err = parseMs(raw); err != nil {
+					bad(name, err.Error())
+				}
+			}
+			delete(fields, name)
+			continue
+		}
 		switch name {
 		case "maxAttempts":
 			if !isNull && (json.Unmarshal(raw, &q.MaxAttempts) != nil || q.MaxAttempts < 1) {
 				bad(name, "must be a whole number of at least 1")
 			}
-		case "totalBudgetMs":
-			var ms int64
-			if !isNull && (json.Unmarshal(raw, &ms) != nil || ms < 0 || ms > maxMillis) {
-				bad(name, "must be a whole number of milliseconds, 0 (no budget) or more")
-			}
-			q.Budget = time.Duration(ms) * time.Millisecond
 		case "retryableStatusCodes":
 			if !isNull && json.Unmarshal(raw, &q.RetryableStatusCodes) != nil {
 				bad(name, "must be a list of whole numbers")
@@ -212,7 +232,33 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 		*p = q
 		return nil
 	}
+	// Report the range problems of the fields that did parse, too.
+	q.Backoff = backoff.Policy{}
+	for _, fe := range backoff.FieldErrors(q.Validate()) {
+		if !slices.ContainsFunc(backoff.FieldErrors(errors.Join(errs...)), func(e *FieldError) bool { return e.Field == fe.Field }) {
+			errs = append(errs, fe)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// writeMs writes ,"name":ms with d in milliseconds, fractional when not whole.
+func writeMs(b *bytes.Buffer, name string, d time.Duration) {
+	b.WriteString(`,"` + name + `":`)
+	if d%time.Millisecond == 0 {
+		b.WriteString(strconv.FormatInt(int64(d/time.Millisecond), 10))
+		return
+	}
+	b.WriteString(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64))
+}
+
+// parseMs reads a JSON number of milliseconds, 0 or more, possibly fractional.
+func parseMs(raw json.RawMessage) (time.Duration, error) {
+	var f float64
+	if json.Unmarshal(raw, &f) != nil || f < 0 || f > float64(maxMillis) {
+		return 0, errors.New("must be a number of milliseconds, 0 or more")
+	}
+	return time.Duration(math.Round(f * float64(time.Millisecond))), nil
 }
 
 const maxMillis = int64(^uint64(0)>>1) / int64(time.Millisecond)

@@ -16,6 +16,9 @@ func TestPolicyJSON(t *testing.T) {
 	p := retry.Policy{
 		MaxAttempts:          7,
 		Budget:               90 * time.Second,
+		CallTime:             1500 * time.Microsecond,
+		AttemptTimeout:       3 * time.Second,
+		MaxRetryAfter:        2 * time.Minute,
 		RetryableStatusCodes: []int{429, 503},
 		Backoff:              backoff.Policy{Kind: backoff.Linear, Base: 200 * time.Millisecond, Multiplier: 2, Increment: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.EqualJitter, JitterFactor: 0.1},
 	}
@@ -23,7 +26,7 @@ func TestPolicyJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"backoff":"LINEAR","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":10000,"jitterType":"EQUAL","jitterFactor":0.1,"maxAttempts":7,"totalBudgetMs":90000,"retryableStatusCodes":[429,503]}`
+	want := `{"backoff":"LINEAR","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":10000,"jitterType":"EQUAL","jitterFactor":0.1,"maxAttempts":7,"totalBudgetMs":90000,"callTimeMs":1.5,"attemptTimeoutMs":3000,"maxRetryAfterMs":120000,"retryableStatusCodes":[429,503]}`
 	if string(data) != want {
 		t.Errorf("Marshal = %s\nwant      %s", data, want)
 	}
@@ -43,8 +46,8 @@ func TestPolicyJSONDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := retry.Policy{Backoff: backoff.Default()}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("{} decodes to %+v, want %+v", got, want)
+	if a, b := mustJSON(t, got), mustJSON(t, want); a != b {
+		t.Errorf("{} decodes to %s, want %s", a, b)
 	}
 	data, _ := json.Marshal(retry.Policy{})
 	if err := json.Unmarshal(data, &got); err != nil {
@@ -52,6 +55,29 @@ func TestPolicyJSONDefaults(t *testing.T) {
 	}
 	if got.Attempts() != retry.DefaultMaxAttempts || !slices.Equal(got.RetryableStatusCodes, retry.DefaultRetryableStatusCodes()) {
 		t.Errorf("zero policy encodes as %s and decodes to %+v", data, got)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPolicyJSONKeepsSubMillisecondDurations: a budget of 500µs used to
+// encode as 0, which decodes as no budget at all.
+func TestPolicyJSONKeepsSubMillisecondDurations(t *testing.T) {
+	t.Parallel()
+	data := mustJSON(t, retry.Policy{Budget: 500 * time.Microsecond, CallTime: 250 * time.Microsecond})
+	var got retry.Policy
+	if err := json.Unmarshal([]byte(data), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Budget != 500*time.Microsecond || got.CallTime != 250*time.Microsecond {
+		t.Errorf("%s decodes to budget %v, call time %v", data, got.Budget, got.CallTime)
 	}
 }
 
@@ -69,6 +95,10 @@ func TestPolicyJSONRejects(t *testing.T) {
 		{"codes not a list", `{"retryableStatusCodes":503}`, []string{"retryableStatusCodes"}},
 		{"unknown field", `{"policyId":"x"}`, []string{"policyId"}},
 		{"mixed", `{"maxAttempts":-3,"jitterType":"nope","extra":1}`, []string{"extra", "jitterType", "maxAttempts"}},
+		{"every range error, not only the first", `{"initialDelayMs":-5,"multiplier":0.5,"jitterFactor":2}`, []string{"initialDelayMs", "jitterFactor", "multiplier"}},
+		{"range errors beside a type error", `{"maxAttempts":"x","minDelayMs":5000,"maxDelayMs":1000,"callTimeMs":-1}`, []string{"callTimeMs", "maxAttempts", "minDelayMs"}},
+		{"multiplier 0", `{"multiplier":0}`, []string{"multiplier"}},
+		{"proportional jitter of 0", `{"jitterType":"PROPORTIONAL","jitterFactor":0}`, []string{"jitterFactor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := retry.Policy{MaxAttempts: 3, Quota: q, Backoff: backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter}}
+	p := retry.Policy{MaxAttempts: 3, Quota: q, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}}
 	var calls, quotaStops atomic.Int64
 	var wg sync.WaitGroup
 	for range 64 {

@@ -2,175 +2,230 @@ package retry
 
 import (
 	"context"
-	"log/slog"
-	"strconv"
+	"errors"
+	"fmt"
 	"time"
 )
 
 // Do calls op until it succeeds or p says to stop, and returns nil or an
-// *Error that wraps op's last error and the reason it stopped. op receives
-// ctx unchanged. Do is safe to call from many goroutines with one Policy.
+// *Error that wraps op's last error and the reason it stopped. An invalid p
+// is an error before any call, and so is a ctx that has already ended.
+//
+// op's context is ctx, with a deadline when p has a Budget (the end of the
+// budget) or an AttemptTimeout (the end of the attempt); that context ends
+// when the attempt does, so a value that must outlive the call (a stream, a
+// response body) must not be tied to it. Do is safe to call from many
+// goroutines with one Policy.
 func Do(ctx context.Context, p Policy, op func(context.Context) error) error {
-	r := run{p: &p}
-	r.begin()
-	for {
-		err := op(ctx)
-		if err == nil {
-			r.succeeded()
-			return nil
-		}
-		if err = r.failed(ctx, err); err != nil {
-			return err
-		}
-	}
+	_, err := exec(ctx, &p, func(ctx context.Context, _ Attempt) (struct{}, error) {
+		return struct{}{}, op(ctx)
+	}, nil, false)
+	return err
 }
 
 // DoValue is Do for an operation that returns a value: it returns the value
 // of the first successful call, or the zero T and the error Do would return.
 func DoValue[T any](ctx context.Context, p Policy, op func(context.Context) (T, error)) (T, error) {
-	r := run{p: &p}
-	r.begin()
+	return exec(ctx, &p, func(ctx context.Context, _ Attempt) (T, error) { return op(ctx) }, nil, false)
+}
+
+// DoValueIf is DoValue that also retries a call that succeeds with a value
+// retryIf rejects, as if it had failed with ErrRejected (which every
+// classifier's answer aside is retried). When the policy stops while values
+// are still rejected, DoValueIf returns the last value with the *Error.
+func DoValueIf[T any](ctx context.Context, p Policy, op func(context.Context) (T, error), retryIf func(T) bool) (T, error) {
+	return exec(ctx, &p, func(ctx context.Context, _ Attempt) (T, error) { return op(ctx) }, retryIf, false)
+}
+
+// Attempt is what an operation run by DoAttempt knows of its execution.
+type Attempt struct {
+	Number  int           // 1 for the first call
+	Elapsed time.Duration // from the first call's start to this one's
+	LastErr error         // the previous attempt's error; nil on the first
+}
+
+// DoAttempt is DoValue for an operation that wants to know which attempt it
+// is on, how long the execution has run, and why the previous attempt
+// failed: it receives them as an Attempt.
+func DoAttempt[T any](ctx context.Context, p Policy, op func(context.Context, Attempt) (T, error)) (T, error) {
+	return exec(ctx, &p, op, nil, true)
+}
+
+// ErrRejected is the error of an attempt whose value DoValueIf's predicate
+// rejected.
+var ErrRejected = errors.New("value rejected")
+
+// exec runs one execution: every Do function is this loop. reject, when
+// set, turns a successful call into a failure; timed reads the clock for
+// each attempt even when nothing else needs it (for Attempt.Elapsed).
+func exec[T any](ctx context.Context, p *Policy, op func(context.Context, Attempt) (T, error), reject func(T) bool, timed bool) (T, error) {
+	var zero T
+	if err := p.check(); err != nil {
+		return zero, err
+	}
+	var r run
+	if ctx.Err() != nil {
+		return zero, r.stop(ctx, p, ErrCancelled, nil, time.Time{})
+	}
+	r.begin(p, timed)
+	opCtx := ctx
+	if p.Budget > 0 {
+		var cancel context.CancelFunc
+		opCtx, cancel = context.WithTimeout(ctx, p.Budget)
+		defer cancel()
+	}
+	var lastErr error
 	for {
-		v, err := op(ctx)
-		if err == nil {
-			r.succeeded()
-			return v, nil
+		actx, cancel := opCtx, context.CancelFunc(nil)
+		if p.AttemptTimeout > 0 {
+			actx, cancel = context.WithTimeout(opCtx, p.AttemptTimeout)
 		}
-		if err = r.failed(ctx, err); err != nil {
-			var zero T
-			return zero, err
+		v, err := op(actx, Attempt{Number: r.attempt + 1, Elapsed: r.callStart.Sub(r.start), LastErr: lastErr})
+		class := Unknown
+		if cancel != nil {
+			// The attempt's own timeout is the policy's, not the caller's:
+			// an attempt it cut short is retried.
+			if err != nil && actx.Err() != nil && opCtx.Err() == nil && !IsPermanent(err) {
+				class = Retry
+			}
+			cancel()
+		}
+		if err == nil {
+			if reject == nil || !reject(v) {
+				r.succeeded(ctx, p)
+				return v, nil
+			}
+			err, class = ErrRejected, Retry
+		}
+		lastErr = err
+		if err = r.failed(ctx, p, err, class); err != nil {
+			if reject == nil {
+				v = zero
+			}
+			return v, err
 		}
 	}
 }
 
 // run is the state of one execution: it lives on the caller's stack, so a
-// shared Policy is never written to.
+// shared Policy is never written to. It holds no pointer (the Policy and the
+// context are passed along instead): escape analysis does not tell a
+// struct's fields apart, and the times it hands to Decide would take a
+// Policy kept here to the heap with them, an allocation per execution.
 type run struct {
-	p         *Policy
-	attempt   int
-	prevDelay time.Duration
-	start     time.Time // first call's start; read only when there is a Budget
-	callStart time.Time // this call's start; likewise
+	attempt int // attempts made
+	prev    time.Duration
+	// timed: the clock is read around each attempt (a budget, an observer,
+	// DoAttempt). Reading it costs more than the rest of the success path.
+	timed            bool
+	start, callStart time.Time
 }
 
-func (r *run) begin() {
-	if r.p.Budget > 0 {
-		// Reading the clock costs more than the rest of the success path;
-		// without a budget nothing needs it.
-		r.start = r.clock().Now()
+func (r *run) begin(p *Policy, timed bool) {
+	r.timed = timed || p.Budget > 0 || p.Observer != nil || p.Logger != nil
+	if r.timed {
+		r.start = clock(p).Now()
 		r.callStart = r.start
 	}
 }
 
 // clock returns the policy's clock. It is looked up on each use rather than
-// kept in run: an interface stored in run would make the escape analysis move
-// every Policy passed to Do to the heap.
-func (r *run) clock() Clock {
-	if r.p.Clock != nil {
-		return r.p.Clock
+// kept in run, for the reason run's comment gives.
+func clock(p *Policy) Clock {
+	if p.Clock != nil {
+		return p.Clock
 	}
 	return realClock{}
 }
 
-func (r *run) succeeded() {
-	if r.p.Quota != nil {
-		r.p.Quota.Refill()
+func (r *run) succeeded(ctx context.Context, p *Policy) {
+	r.attempt++
+	if p.Quota != nil {
+		p.Quota.Refill()
+	}
+	if r.timed {
+		r.observe(ctx, p, Event{Outcome: Succeeded}, clock(p).Now())
 	}
 }
 
-// failed decides what follows the failed attempt: it returns the error that
-// ends the execution, or sleeps and returns nil for another attempt.
-func (r *run) failed(ctx context.Context, err error) error {
-	p := r.p
+// failed asks the decision step what follows the failed attempt: it
+// returns the error that ends the execution, or sleeps and returns nil for
+// another attempt.
+func (r *run) failed(ctx context.Context, p *Policy, err error, class Decision) error {
 	r.attempt++
 	deadline, hasDeadline := ctx.Deadline()
-	if ctx.Err() != nil || hasDeadline && !time.Now().Before(deadline) {
-		// A deadline that has passed is the caller's even before the
-		// context's own timer has fired and set ctx.Err: the error the
-		// operation saw may have come from a server that noticed first.
-		return r.stop(ctx, ErrCancelled, err)
+	var now time.Time
+	if r.timed || hasDeadline {
+		now = clock(p).Now()
 	}
-	if p.Classify(err) != Retry {
-		return r.stop(ctx, ErrNotRetryable, err)
-	}
-	if r.attempt >= p.Attempts() {
-		return r.stop(ctx, ErrAttemptsExhausted, err)
-	}
-	delay := p.Backoff.Delay(r.attempt, r.prevDelay, p.Rand)
-	r.prevDelay = delay
-	// A server's hint is checked against the budget as the server gave it: a
-	// wait cut short by the cap would only meet the same refusal again.
-	wait := delay
-	if hint, ok := RetryAfter(err); ok && hint > delay {
-		wait, delay = hint, hint
-		if limit := p.Backoff.MaxDelay(); limit > 0 && delay > limit {
-			delay = limit
+	if hasDeadline {
+		// The caller's deadline is on the real clock, whatever clock the
+		// policy has: carry it over to the policy's.
+		left := time.Until(deadline)
+		if left <= 0 {
+			// Passed, even if the context's own timer has yet to fire: the
+			// error op saw may come from a server that noticed first.
+			return r.stop(ctx, p, ErrCancelled, err, now)
 		}
+		deadline = now.Add(left)
 	}
-	var elapsed time.Duration
-	if p.Budget > 0 {
-		now := r.clock().Now()
-		elapsed = now.Sub(r.start)
-		call := p.CallTime
-		if call == 0 {
-			call = now.Sub(r.callStart)
-		}
-		if elapsed+wait+call > p.Budget {
-			return r.stop(ctx, ErrBudgetExhausted, err)
-		}
-		r.callStart = now.Add(delay)
+	if ctx.Err() != nil {
+		return r.stop(ctx, p, ErrCancelled, err, now)
 	}
-	// Context deadlines are on the real clock, whatever clock the policy has.
-	if hasDeadline && time.Now().Add(wait).After(deadline) {
-		return r.stop(ctx, ErrBudgetExhausted, err)
+	f := Failure{Err: err, Class: class, Attempt: r.attempt, PrevDelay: r.prev,
+		Start: r.start, Now: now, Call: now.Sub(r.callStart)}
+	if hasDeadline {
+		f.Deadline = deadline
 	}
-	if p.Quota != nil && !p.Quota.TryTake() {
-		return r.stop(ctx, ErrQuotaExhausted, err)
+	v := p.Decide(&f)
+	r.prev = v.PrevDelay
+	if v.Stop != nil {
+		return r.stop(ctx, p, v.Stop, err, now)
 	}
-	if p.OnRetry != nil {
-		p.OnRetry(ctx, Attempt{Name: p.Name, Number: r.attempt, MaxAttempts: p.Attempts(), Err: err, Delay: delay, Elapsed: elapsed})
+	if r.timed {
+		r.observe(ctx, p, Event{Outcome: Retrying, Err: err, Delay: v.Delay}, now)
 	}
-	r.log(ctx, slog.LevelWarn, "retrying in "+roundDelay(delay).String(), err)
-	if serr := r.clock().Sleep(ctx, delay); serr != nil {
-		return r.stop(ctx, ErrCancelled, err)
+	if serr := clock(p).Sleep(ctx, v.Delay); serr != nil {
+		return r.stop(ctx, p, ErrCancelled, err, now)
 	}
+	r.callStart = now.Add(v.Delay)
 	return nil
 }
 
-func (r *run) stop(ctx context.Context, reason error, err error) error {
+func (r *run) stop(ctx context.Context, p *Policy, reason error, err error, now time.Time) error {
 	e := &Error{Reason: reason, Attempts: r.attempt, Err: err}
-	level := slog.LevelWarn
 	if reason == ErrCancelled {
-		e.Cause = context.Cause(ctx)
-		if e.Cause == nil { // the deadline passed, the timer has yet to fire
-			e.Cause = context.DeadlineExceeded
+		e.ctxErr, e.Cause = ctx.Err(), context.Cause(ctx)
+		if e.ctxErr == nil { // the deadline passed, the timer has yet to fire
+			e.ctxErr, e.Cause = context.DeadlineExceeded, context.DeadlineExceeded
 		}
-		level = slog.LevelInfo
 	}
-	r.log(ctx, level, "giving up: "+reason.Error(), err)
+	r.observe(ctx, p, Event{Outcome: GaveUp, Err: err, Reason: reason}, now)
 	return e
 }
 
-func (r *run) log(ctx context.Context, level slog.Level, what string, err error) {
-	l := r.p.Logger
-	if l == nil || !l.Enabled(ctx, level) {
+// observe completes e and hands it to the policy's logger and observer.
+func (r *run) observe(ctx context.Context, p *Policy, e Event, now time.Time) {
+	if p.Logger == nil && p.Observer == nil {
 		return
 	}
-	msg := "attempt " + strconv.Itoa(r.attempt) + "/" + strconv.Itoa(r.p.Attempts()) + " failed; " + what
-	attrs := []slog.Attr{slog.Any("error", err)}
-	if r.p.Name != "" {
-		attrs = append(attrs, slog.String("op", r.p.Name))
+	e.Name, e.Attempt, e.MaxAttempts = p.Name, r.attempt, p.Attempts()
+	if !now.IsZero() && r.attempt > 0 {
+		e.Duration, e.Elapsed = now.Sub(r.callStart), now.Sub(r.start)
 	}
-	l.LogAttrs(ctx, level, msg, attrs...)
+	if p.Logger != nil {
+		logObserver{p.Logger}.Observe(ctx, e)
+	}
+	if p.Observer != nil {
+		p.Observer.Observe(ctx, e)
+	}
 }
 
-// roundDelay keeps log lines readable: 182ms, not 182.417301ms.
-func roundDelay(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond)
+// check is Validate on the path every execution takes: a few comparisons
+// when the policy is valid, the full report when it is not.
+func (p *Policy) check() error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("retry: invalid policy: %w", err)
 	}
-	return d.Round(time.Microsecond)
+	return nil
 }

@@ -138,82 +138,6 @@ func TestDoValue(t *testing.T) {
 	}
 }
 
-// TestBudget walks a timeline on the fake clock: each call takes 100ms and
-// each delay is 300ms, under a 1s budget. After the third call 900ms have
-// passed and a fourth would end at 1.3s, so Do stops without sleeping.
-func TestBudget(t *testing.T) {
-	t.Parallel()
-	p, clock := setup(t, retry.Policy{
-		MaxAttempts: 10,
-		Budget:      time.Second,
-		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: 300 * time.Millisecond, Jitter: backoff.NoJitter},
-	})
-	calls := 0
-	err := retry.Do(context.Background(), p, func(context.Context) error {
-		calls++
-		clock.Advance(100 * time.Millisecond)
-		return errFlaky
-	})
-	if !errors.Is(err, retry.ErrBudgetExhausted) || !errors.Is(err, errFlaky) {
-		t.Fatalf("Do = %v, want ErrBudgetExhausted wrapping the last error", err)
-	}
-	if calls != 3 {
-		t.Errorf("calls = %d, want 3", calls)
-	}
-	if got, want := fmt.Sprint(clock.Sleeps()), "[300ms 300ms]"; got != want {
-		t.Errorf("sleeps = %s, want %s", got, want)
-	}
-}
-
-// TestBudgetUsesCallTime shows the configured estimate replacing the measured
-// one: calls are instant, but each is expected to take 500ms.
-func TestBudgetUsesCallTime(t *testing.T) {
-	t.Parallel()
-	p, clock := setup(t, retry.Policy{
-		MaxAttempts: 10,
-		Budget:      time.Second,
-		CallTime:    500 * time.Millisecond,
-		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: 200 * time.Millisecond, Jitter: backoff.NoJitter},
-	})
-	op, calls := failing(100, errFlaky)
-	err := retry.Do(context.Background(), p, op)
-	if !errors.Is(err, retry.ErrBudgetExhausted) || *calls != 3 || len(clock.Sleeps()) != 2 {
-		t.Errorf("Do = %v after %d calls and sleeps %v; want budget stop after 3 calls and 2 sleeps", err, *calls, clock.Sleeps())
-	}
-}
-
-func TestRetryAfterHint(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		policy     retry.Policy
-		hint       time.Duration
-		wantSleeps string
-		wantReason error
-	}{
-		{"hint longer than delay wins", retry.Policy{MaxAttempts: 2, Backoff: fixedDelays(100 * time.Millisecond)}, 2 * time.Second, "[2s]", retry.ErrAttemptsExhausted},
-		{"delay longer than hint wins", retry.Policy{MaxAttempts: 2, Backoff: fixedDelays(3 * time.Second)}, time.Second, "[3s]", retry.ErrAttemptsExhausted},
-		{"hint capped at max", retry.Policy{MaxAttempts: 2, Backoff: backoff.Policy{Base: time.Millisecond, Max: time.Second, Jitter: backoff.NoJitter}}, time.Hour, "[1s]", retry.ErrAttemptsExhausted},
-		{"hint over budget stops now", retry.Policy{MaxAttempts: 5, Budget: 10 * time.Second, Backoff: fixedDelays(time.Millisecond)}, 30 * time.Second, "[]", retry.ErrBudgetExhausted},
-		{"hint over budget stops even when the cap would fit", retry.Policy{MaxAttempts: 5, Budget: 30 * time.Second, Backoff: backoff.Policy{Base: time.Millisecond, Max: 10 * time.Second, Jitter: backoff.NoJitter}}, time.Hour, "[]", retry.ErrBudgetExhausted},
-		{"zero backoff caps at its default max", retry.Policy{MaxAttempts: 2}, time.Hour, "[30s]", retry.ErrAttemptsExhausted},
-		{"negative hint ignored", retry.Policy{MaxAttempts: 2, Backoff: fixedDelays(time.Millisecond)}, -time.Hour, "[1ms]", retry.ErrAttemptsExhausted},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			p, clock := setup(t, tt.policy)
-			err := retry.Do(context.Background(), p, func(context.Context) error { return retry.After(tt.hint, errFlaky) })
-			if !errors.Is(err, tt.wantReason) {
-				t.Errorf("Do = %v, want %v", err, tt.wantReason)
-			}
-			if got := fmt.Sprint(clock.Sleeps()); got != tt.wantSleeps {
-				t.Errorf("sleeps = %s, want %s", got, tt.wantSleeps)
-			}
-		})
-	}
-}
-
 // TestCancelDuringSleep uses the real clock: a one-hour delay must end the
 // moment the caller cancels, leaving no goroutine behind.
 func TestCancelDuringSleep(t *testing.T) {
@@ -222,14 +146,14 @@ func TestCancelDuringSleep(t *testing.T) {
 	cause := errors.New("caller went away")
 	p := retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Hour, Jitter: backoff.NoJitter}}
 	calls := 0
-	p.OnRetry = func(context.Context, retry.Attempt) { go cancel(cause) }
+	p.Observer = retry.ObserverFunc(func(context.Context, retry.Event) { go cancel(cause) })
 	start := time.Now()
 	err := retry.Do(ctx, p, func(context.Context) error { calls++; return errFlaky })
 	if time.Since(start) > time.Minute {
 		t.Fatalf("Do slept through the cancellation")
 	}
-	if !errors.Is(err, retry.ErrCancelled) || !errors.Is(err, cause) || !errors.Is(err, errFlaky) {
-		t.Errorf("Do = %v, want ErrCancelled wrapping the cause and the last error", err)
+	if !errors.Is(err, retry.ErrCancelled) || !errors.Is(err, cause) || !errors.Is(err, context.Canceled) || !errors.Is(err, errFlaky) {
+		t.Errorf("Do = %v, want ErrCancelled wrapping the cause, context.Canceled and the last error", err)
 	}
 	if calls != 1 {
 		t.Errorf("calls = %d, want 1", calls)
@@ -273,7 +197,7 @@ func TestDeadlineTooSoonForNextDelay(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	p := retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 2 * time.Hour, Jitter: backoff.NoJitter}}
+	p := retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 2 * time.Hour, Max: backoff.None, Jitter: backoff.NoJitter}}
 	op, calls := failing(10, errFlaky)
 	err := retry.Do(ctx, p, op)
 	if !errors.Is(err, retry.ErrBudgetExhausted) || *calls != 1 {
@@ -281,23 +205,37 @@ func TestDeadlineTooSoonForNextDelay(t *testing.T) {
 	}
 }
 
-func TestOnRetry(t *testing.T) {
+func TestObserverHearsEveryAttempt(t *testing.T) {
 	t.Parallel()
-	var got []retry.Attempt
-	p, _ := setup(t, retry.Policy{
+	var got []string
+	p, clock := setup(t, retry.Policy{
 		Name: "charge", MaxAttempts: 3, Budget: time.Minute, Backoff: fixedDelays(10 * time.Millisecond),
-		OnRetry: func(_ context.Context, a retry.Attempt) { got = append(got, a) },
+		Observer: retry.ObserverFunc(func(_ context.Context, e retry.Event) {
+			got = append(got, fmt.Sprintf("%s %s %d/%d err=%v took=%v elapsed=%v delay=%v reason=%v",
+				e.Outcome, e.Name, e.Attempt, e.MaxAttempts, e.Err, e.Duration, e.Elapsed, e.Delay, e.Reason))
+		}),
 	})
-	op, _ := failing(2, errFlaky)
+	calls := 0
+	op := func(context.Context) error {
+		calls++
+		clock.Advance(time.Millisecond)
+		if calls < 3 {
+			return errFlaky
+		}
+		return nil
+	}
 	if err := retry.Do(context.Background(), p, op); err != nil {
 		t.Fatal(err)
 	}
-	want := []retry.Attempt{
-		{Name: "charge", Number: 1, MaxAttempts: 3, Err: errFlaky, Delay: 10 * time.Millisecond},
-		{Name: "charge", Number: 2, MaxAttempts: 3, Err: errFlaky, Delay: 20 * time.Millisecond, Elapsed: 10 * time.Millisecond},
+	_ = retry.Do(context.Background(), p, func(context.Context) error { return retry.Permanent(errFlaky) })
+	want := []string{
+		"retrying charge 1/3 err=flaky took=1ms elapsed=1ms delay=10ms reason=<nil>",
+		"retrying charge 2/3 err=flaky took=1ms elapsed=12ms delay=20ms reason=<nil>",
+		"succeeded charge 3/3 err=<nil> took=1ms elapsed=33ms delay=0s reason=<nil>",
+		"gave-up charge 1/3 err=flaky took=0s elapsed=0s delay=0s reason=error not retryable",
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("OnRetry saw %v\nwant        %v", got, want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("observer heard\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -356,8 +294,9 @@ func TestAllocations(t *testing.T) {
 		max    float64
 	}{
 		{"success", retry.Policy{}, func() func(context.Context) error { return ok }, 0},
-		{"success with budget", retry.Policy{Budget: time.Second}, func() func(context.Context) error { return ok }, 0},
-		{"one retry, zero delay", retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter}}, func() func(context.Context) error {
+		// The budget's deadline on op's context is a context.WithTimeout.
+		{"success with budget", retry.Policy{Budget: time.Second}, func() func(context.Context) error { return ok }, 4},
+		{"one retry, zero delay", retry.Policy{Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}}, func() func(context.Context) error {
 			n := 0
 			return func(context.Context) error {
 				n++
@@ -366,7 +305,7 @@ func TestAllocations(t *testing.T) {
 				}
 				return nil
 			}
-		}, 1},
+		}, 0},
 	}
 	for _, tt := range tests {
 		op := tt.op()

@@ -75,7 +75,7 @@ func TestTickerStopAndReset(t *testing.T) {
 
 func TestNewTickerRejectsInvalidPolicy(t *testing.T) {
 	t.Parallel()
-	if _, err := retry.NewTicker(backoff.Policy{Base: -time.Second}, nil); err == nil {
-		t.Error("NewTicker accepted a negative base")
+	if _, err := retry.NewTicker(backoff.Policy{Min: -time.Second}, nil); err == nil {
+		t.Error("NewTicker accepted a negative minimum")
 	}
 }

@@ -18,7 +18,7 @@ func (urgentRequest) RetryPolicy() (retry.Policy, bool) { return retry.Policy{Ma
 
 func TestWrap(t *testing.T) {
 	t.Parallel()
-	noDelay := backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter}
+	noDelay := backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}
 	calls := map[string]int{}
 	handler := func(_ context.Context, id string) (string, error) {
 		calls[id]++

@@ -77,9 +77,9 @@ func ExampleUnaryClientInterceptor() {
 		MaxAttempts: 4,
 		Budget:      5 * time.Second,
 		Backoff:     backoff.Policy{Base: 10 * time.Millisecond, Max: time.Second},
-		OnRetry: func(_ context.Context, a retry.Attempt) {
-			fmt.Printf("%s: attempt %d failed: %v\n", a.Name, a.Number, status.Code(a.Err))
-		},
+		Observer: retry.OnRetry(func(_ context.Context, a retry.Event) {
+			fmt.Printf("%s: attempt %d failed: %v\n", a.Name, a.Attempt, status.Code(a.Err))
+		}),
 	}
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -40,7 +40,7 @@ func newLateServer(t *testing.T, start func(net.Listener)) (*lateServer, retry.P
 		MaxAttempts: 100,
 		Budget:      10 * time.Second,
 		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: 20 * time.Millisecond, Jitter: backoff.NoJitter},
-		OnRetry: func(context.Context, retry.Attempt) {
+		Observer: retry.OnRetry(func(context.Context, retry.Event) {
 			s.retries.Add(1)
 			s.once.Do(func() {
 				lis, err := net.Listen("tcp", s.addr)
@@ -50,7 +50,7 @@ func newLateServer(t *testing.T, start func(net.Listener)) (*lateServer, retry.P
 				}
 				start(lis)
 			})
-		},
+		}),
 	}
 	return s, p
 }

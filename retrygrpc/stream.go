@@ -26,7 +26,9 @@ func StreamClientInterceptor(c Config) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		ctx = withIdempotencyKey(ctx)
 		if desc.ClientStreams {
-			cs, err := retry.DoValue(ctx, c.policy(method), func(ctx context.Context) (grpc.ClientStream, error) {
+			// The stream lives on after DoValue returns, so it is opened on
+			// the caller's context, not on the attempt's, which ends then.
+			cs, err := retry.DoValue(ctx, c.policy(method), func(context.Context) (grpc.ClientStream, error) {
 				cs, err := streamer(ctx, desc, cc, method, opts...)
 				if err != nil {
 					return nil, c.attemptFailed(err, nil, 0)
@@ -181,7 +183,9 @@ func (s *replayStream) recvFirst(m any) (done bool, err error) {
 	var got error // nil or io.EOF: the successful attempt's answer
 	err = retry.Do(s.ctx, s.c.policy(s.method), func(ctx context.Context) error {
 		if !first {
-			if err := s.reopen(ctx); err != nil {
+			// On the caller's context: the attempt's ends with Do, and the
+			// stream that succeeds is the caller's from then on.
+			if err := s.reopen(s.ctx); err != nil {
 				return err
 			}
 		}

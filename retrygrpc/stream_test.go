@@ -143,8 +143,8 @@ func TestWatchCancelledWhileWaiting(t *testing.T) {
 	defer cancel()
 	client := setup(t, srv, retrygrpc.Config{Policy: retry.Policy{
 		MaxAttempts: 3,
-		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: wait, Jitter: backoff.NoJitter},
-		OnRetry:     func(context.Context, retry.Attempt) { time.AfterFunc(20*time.Millisecond, cancel) },
+		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: wait, Max: backoff.None, Jitter: backoff.NoJitter},
+		Observer:    retry.OnRetry(func(context.Context, retry.Event) { time.AfterFunc(20*time.Millisecond, cancel) }),
 	}})
 	start := time.Now()
 

@@ -159,14 +159,14 @@ func TestUnaryHooksAndLogs(t *testing.T) {
 			p, _ := fastPolicy(3)
 			var logs bytes.Buffer
 			var mu sync.Mutex
-			var got []retry.Attempt
+			var got []retry.Event
 			p.Name = tt.policyName
 			p.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			p.OnRetry = func(_ context.Context, a retry.Attempt) {
+			p.Observer = retry.OnRetry(func(_ context.Context, a retry.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, a)
-			}
+			})
 			client := setup(t, srv, retrygrpc.Config{Policy: p})
 
 			if err := check(t.Context(), client); err != nil {
@@ -179,8 +179,8 @@ func TestUnaryHooksAndLogs(t *testing.T) {
 				t.Fatalf("OnRetry called %d times, want 2", len(got))
 			}
 			for i, a := range got {
-				if a.Name != tt.wantName || a.Number != i+1 || status.Code(a.Err) != codes.Unavailable {
-					t.Errorf("OnRetry #%d = {Name: %q, Number: %d, Err: %v}, want {%q, %d, Unavailable}", i+1, a.Name, a.Number, a.Err, tt.wantName, i+1)
+				if a.Name != tt.wantName || a.Attempt != i+1 || status.Code(a.Err) != codes.Unavailable {
+					t.Errorf("OnRetry #%d = {Name: %q, Number: %d, Err: %v}, want {%q, %d, Unavailable}", i+1, a.Name, a.Attempt, a.Err, tt.wantName, i+1)
 				}
 			}
 			if want := "op=" + tt.wantName; !strings.Contains(logs.String(), want) {

@@ -28,7 +28,8 @@ func TestUnaryPushback(t *testing.T) {
 		{name: "raises the wait", step: step{code: codes.Unavailable, pushback: []string{"250"}}, wantAttempts: 2, wantSleeps: []time.Duration{250 * time.Millisecond}},
 		{name: "below the backoff", step: step{code: codes.Unavailable, pushback: []string{"1"}}, wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Millisecond}},
 		{name: "zero", step: step{code: codes.ResourceExhausted, pushback: []string{"0"}}, wantAttempts: 2, wantSleeps: []time.Duration{10 * time.Millisecond}},
-		{name: "capped at the backoff's max", step: step{code: codes.Unavailable, pushback: []string{"5000"}}, wantAttempts: 2, wantSleeps: []time.Duration{time.Second}},
+		{name: "beyond the backoff's max", step: step{code: codes.Unavailable, pushback: []string{"5000"}}, wantAttempts: 2, wantSleeps: []time.Duration{5 * time.Second}},
+		{name: "without a budget capped at DefaultMaxRetryAfter", step: step{code: codes.Unavailable, pushback: []string{"3600000"}}, wantAttempts: 2, wantSleeps: []time.Duration{retry.DefaultMaxRetryAfter}},
 		{name: "beyond the budget stops at once", step: step{code: codes.Unavailable, pushback: []string{"900"}}, budget: 500 * time.Millisecond, wantErr: retry.ErrBudgetExhausted, wantAttempts: 1},
 		{name: "negative means do not retry", step: step{code: codes.Unavailable, pushback: []string{"-1"}}, wantErr: retry.ErrNotRetryable, wantAttempts: 1},
 		{name: "malformed means do not retry", step: step{code: codes.Unavailable, pushback: []string{"soon"}}, wantErr: retry.ErrNotRetryable, wantAttempts: 1},
@@ -153,9 +154,9 @@ func TestUnaryCancelledWhileWaiting(t *testing.T) {
 	var timer *time.Timer
 	client := setup(t, srv, retrygrpc.Config{Policy: retry.Policy{
 		MaxAttempts: 3,
-		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: wait, Jitter: backoff.NoJitter},
+		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: wait, Max: backoff.None, Jitter: backoff.NoJitter},
 		// OnRetry runs just before the wait: cancel a little into it.
-		OnRetry: func(context.Context, retry.Attempt) { timer = time.AfterFunc(20*time.Millisecond, cancel) },
+		Observer: retry.OnRetry(func(context.Context, retry.Event) { timer = time.AfterFunc(20*time.Millisecond, cancel) }),
 	}})
 	start := time.Now()
 

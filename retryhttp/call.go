@@ -27,7 +27,7 @@ type call struct {
 
 // once sends a request that must not be retried.
 func (c *call) once() (*http.Response, error) {
-	resp, cancel, err := c.send(c.req)
+	resp, cancel, err := c.send(c.req.Context(), c.req)
 	if err != nil {
 		return nil, err
 	}
@@ -41,15 +41,18 @@ func (c *call) run() (*http.Response, error) {
 	if c.p.Logger != nil {
 		c.p.Logger = logger(c.p.Logger, c.method(), c.redacted())
 	}
-	hook := c.p.OnRetry
-	// OnRetry runs only when the engine has decided to wait and retry, so the
-	// response can be let go here, and its connection is free during the wait.
-	c.p.OnRetry = func(ctx context.Context, a retry.Attempt) {
-		c.discard()
-		if hook != nil {
-			hook(ctx, a)
+	user := c.p.Observer
+	// Retrying is heard only once the engine has decided to wait and retry,
+	// so the response can be let go here, and its connection is free during
+	// the wait.
+	c.p.Observer = retry.ObserverFunc(func(ctx context.Context, e retry.Event) {
+		if e.Outcome == retry.Retrying {
+			c.discard()
 		}
-	}
+		if user != nil {
+			user.Observe(ctx, e)
+		}
+	})
 	err := retry.Do(c.req.Context(), c.p, c.attempt)
 	if c.resp != nil {
 		return c.deliver(), nil
@@ -57,7 +60,10 @@ func (c *call) run() (*http.Response, error) {
 	return nil, err
 }
 
-// attempt makes one attempt and reports its outcome to the engine.
+// attempt makes one attempt and reports its outcome to the engine. The
+// request keeps the caller's context: ctx, the engine's, ends when the engine
+// returns, and the caller reads the body after that; ctx's deadline (the
+// budget's, the policy's AttemptTimeout) bounds the wait for the headers.
 func (c *call) attempt(ctx context.Context) error {
 	c.n++
 	r := c.req
@@ -66,10 +72,10 @@ func (c *call) attempt(ctx context.Context) error {
 		if err != nil {
 			return retry.Permanent(c.transportError(fmt.Errorf("retryhttp: rewind request body: %w", err)))
 		}
-		r = r.WithContext(ctx)
+		r = r.Clone(r.Context())
 		r.Body = body
 	}
-	resp, cancel, err := c.send(r)
+	resp, cancel, err := c.send(ctx, r)
 	if err != nil {
 		return c.transportError(err)
 	}
@@ -86,12 +92,17 @@ func (c *call) attempt(ctx context.Context) error {
 	return e
 }
 
-// send makes one attempt through Base, within AttemptTimeout if one is set.
-// With a timeout, it returns the cancel func of the attempt's context, which
-// must live as long as the response body: it is called when the body is
-// discarded or closed.
-func (c *call) send(r *http.Request) (*http.Response, context.CancelCauseFunc, error) {
+// send makes one attempt through Base, within AttemptTimeout and limit's
+// deadline, if any. With a timeout, it returns the cancel func of the
+// attempt's context, which must live as long as the response body: it is
+// called when the body is discarded or closed.
+func (c *call) send(limit context.Context, r *http.Request) (*http.Response, context.CancelCauseFunc, error) {
 	d := c.t.AttemptTimeout
+	if dl, ok := limit.Deadline(); ok && limit != r.Context() {
+		if left := time.Until(dl); d <= 0 || left < d {
+			d = max(left, time.Nanosecond)
+		}
+	}
 	if d <= 0 {
 		resp, err := c.base.RoundTrip(r)
 		return resp, nil, err

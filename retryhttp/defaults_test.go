@@ -36,7 +36,7 @@ func TestZeroPolicyFieldsTakeDefaults(t *testing.T) {
 	srv := newServer(t, reply{status: 503})
 	clock := newClock()
 	var maxAttempts []int
-	policy := retry.Policy{Clock: clock, OnRetry: func(_ context.Context, a retry.Attempt) { maxAttempts = append(maxAttempts, a.MaxAttempts) }}
+	policy := retry.Policy{Clock: clock, Observer: retry.OnRetry(func(_ context.Context, a retry.Event) { maxAttempts = append(maxAttempts, a.MaxAttempts) })}
 	client := &http.Client{Transport: &retryhttp.Transport{Base: newBase(t), Policy: policy}}
 
 	resp, err := client.Get(srv.URL)

@@ -54,12 +54,12 @@ func ExampleTransport() {
 		Policy: retry.Policy{
 			MaxAttempts: 3,
 			Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: 5 * time.Millisecond, Jitter: backoff.NoJitter},
-			OnRetry: func(_ context.Context, a retry.Attempt) {
+			Observer: retry.OnRetry(func(_ context.Context, a retry.Event) {
 				var se *retryhttp.StatusError
 				if errors.As(a.Err, &se) {
-					fmt.Printf("%s attempt %d: %d; retrying in %v\n", se.Method, a.Number, se.StatusCode, a.Delay)
+					fmt.Printf("%s attempt %d: %d; retrying in %v\n", se.Method, a.Attempt, se.StatusCode, a.Delay)
 				}
-			},
+			}),
 		},
 		AddIdempotencyKey: true,
 		AttemptTimeout:    5 * time.Second,

@@ -24,14 +24,14 @@ func TestConnectionRefused(t *testing.T) {
 	ln.Close()
 	var hooked []string
 	policy := fixedPolicy(newClock(), 3)
-	policy.OnRetry = func(_ context.Context, a retry.Attempt) {
+	policy.Observer = retry.OnRetry(func(_ context.Context, a retry.Event) {
 		var te *retryhttp.TransportError
 		if !errors.As(a.Err, &te) {
 			t.Errorf("OnRetry error %v is not a *TransportError", a.Err)
 			return
 		}
 		hooked = append(hooked, te.Method+" "+te.URL)
-	}
+	})
 	client := &http.Client{Transport: &retryhttp.Transport{Base: newBase(t), Policy: policy}}
 
 	_, err = client.Get(url)
@@ -126,7 +126,7 @@ func TestCancelledDuringWait(t *testing.T) {
 		MaxAttempts: 3,
 		Budget:      10 * time.Hour,
 		Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: time.Hour, Max: time.Hour, Jitter: backoff.NoJitter},
-		OnRetry:     func(context.Context, retry.Attempt) { waiting <- struct{}{} },
+		Observer:    retry.OnRetry(func(context.Context, retry.Event) { waiting <- struct{}{} }),
 	}
 	client := &http.Client{Transport: &retryhttp.Transport{Base: newBase(t), Policy: policy}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)

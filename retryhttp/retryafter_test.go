@@ -85,7 +85,9 @@ func TestRetryAfterSetsTheWait(t *testing.T) {
 		{name: "seconds", retryAfter: "7", want: 7 * time.Second},
 		{name: "HTTP-date", retryAfter: epoch.Add(9 * time.Second).Format(http.TimeFormat), want: 9 * time.Second},
 		{name: "shorter than the backoff", retryAfter: "0", want: 10 * time.Millisecond},
-		{name: "capped at the backoff's Max", retryAfter: "600", want: time.Minute},
+		// A floor, beyond the backoff's Max (1 minute here): an earlier retry
+		// would spend an attempt on a server that asked to wait.
+		{name: "beyond the backoff's Max", retryAfter: "600", want: 10 * time.Minute},
 		{name: "malformed ignored", retryAfter: "soon", want: 10 * time.Millisecond},
 		{name: "negative ignored", retryAfter: "-3", want: 10 * time.Millisecond},
 	}

@@ -172,14 +172,14 @@ func TestAttemptsExhaustedReturnsLastResponse(t *testing.T) {
 	srv := newServer(t, reply{status: 503})
 	var hooked []int
 	policy := fixedPolicy(newClock(), 4)
-	policy.OnRetry = func(_ context.Context, a retry.Attempt) {
+	policy.Observer = retry.OnRetry(func(_ context.Context, a retry.Event) {
 		var se *retryhttp.StatusError
 		if !errors.As(a.Err, &se) {
 			t.Errorf("OnRetry error %v is not a *StatusError", a.Err)
 			return
 		}
 		hooked = append(hooked, se.StatusCode)
-	}
+	})
 	client := &http.Client{Transport: &retryhttp.Transport{Base: newBase(t), Policy: policy}}
 
 	resp, err := client.Get(srv.URL)

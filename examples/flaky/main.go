@@ -27,9 +27,9 @@ func main() {
 			Jitter: backoff.FullJitter,
 		},
 		Logger: logger,
-		OnRetry: func(_ context.Context, a retry.Attempt) {
-			fmt.Printf("attempt %d/%d failed (%v); next in %v\n", a.Number, a.MaxAttempts, a.Err, a.Delay.Round(time.Millisecond))
-		},
+		Observer: retry.OnRetry(func(_ context.Context, a retry.Event) {
+			fmt.Printf("attempt %d/%d failed (%v); next in %v\n", a.Attempt, a.MaxAttempts, a.Err, a.Delay.Round(time.Millisecond))
+		}),
 	}
 
 	calls := 0
