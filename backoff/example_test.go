@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/retrykit/retry/backoff"
@@ -55,4 +56,45 @@ func ExamplePolicy_UnmarshalJSON() {
 	// LINEAR 250ms EQUAL 30s <nil>
 	// initialDelayMs
 	// jitterType
+}
+
+// Each zero field takes its own default: setting the jitter alone keeps the
+// 100ms base and the 30s cap. None says zero where zero would mean the
+// default: no delay, no step, no cap.
+func ExampleNone() {
+	noJitter := backoff.Policy{Jitter: backoff.NoJitter}
+	fmt.Println(noJitter.Delay(1, 0, nil), noJitter.Delay(3, 0, nil), noJitter.Delay(20, 0, nil))
+
+	uncapped := backoff.Policy{Max: backoff.None, Jitter: backoff.NoJitter}
+	fmt.Println(uncapped.Delay(20, 0, nil))
+
+	immediate := backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}
+	fmt.Println(immediate.Delay(5, 0, nil))
+
+	data, _ := json.Marshal(immediate)
+	fmt.Println(string(data))
+	// Output:
+	// 100ms 400ms 30s
+	// 14h33m48.8s
+	// 0s
+	// {"backoff":"FIXED","initialDelayMs":0,"multiplier":2,"incrementMs":0,"minDelayMs":0,"maxDelayMs":30000,"jitterType":"NONE","jitterFactor":0.1}
+}
+
+// One seeded generator shared by several goroutines must be locked: a
+// math/rand/v2 PCG or ChaCha8 is not safe for concurrent use.
+func ExampleLocked() {
+	p := backoff.Policy{Base: 10 * time.Millisecond, Max: time.Second}
+	src := backoff.Locked(rand.NewPCG(1, 2))
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			seq := backoff.NewSequence(p, src)
+			for range 3 {
+				seq.Next()
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println("no data race")
+	// Output: no data race
 }

@@ -1,7 +1,6 @@
 package backoff
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,57 +57,77 @@ func ParseJitter(s string) (Jitter, error) {
 
 // MarshalJSON encodes p with the service's field names: backoff,
 // initialDelayMs, multiplier, incrementMs, minDelayMs, maxDelayMs, jitterType,
-// jitterFactor. The encoding is canonical: every field is written with its
-// effective value (the zero Policy as Default(), a zero Multiplier as
-// DefaultMultiplier, a zero Increment as Base, a zero JitterFactor as
-// DefaultJitterFactor), so two policies that behave alike encode alike.
-// Durations are milliseconds, fractional when they are not whole. A Custom
-// kind or jitter cannot be encoded: a function has no JSON.
+// jitterFactor. Every field is written with its effective value (see
+// Effective), None as 0, so two policies that behave alike encode alike and
+// decoding the encoding gives a policy that behaves as p does. Durations are
+// milliseconds, with up to six decimals when they are not whole: exact to the
+// nanosecond. A Custom kind or jitter cannot be encoded (a function has no
+// JSON), nor can a policy that fails Validate.
 func (p Policy) MarshalJSON() ([]byte, error) {
-	if p.IsZero() {
-		p = Default()
-	}
-	if p.Multiplier == 0 {
-		p.Multiplier = DefaultMultiplier
-	}
-	if p.Increment == 0 {
-		p.Increment = p.Base
-	}
-	if p.JitterFactor == 0 {
-		p.JitterFactor = DefaultJitterFactor
-	}
 	if p.Kind == Custom || p.Jitter == CustomJitter {
 		return nil, errors.New("backoff: a CUSTOM backoff or jitter cannot be encoded as JSON")
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"backoff":"` + p.Kind.String() + `"`)
-	writeMs(&b, "initialDelayMs", p.Base)
-	b.WriteString(`,"multiplier":` + strconv.FormatFloat(p.Multiplier, 'g', -1, 64))
-	writeMs(&b, "incrementMs", p.Increment)
-	writeMs(&b, "minDelayMs", p.Min)
-	writeMs(&b, "maxDelayMs", p.Max)
-	b.WriteString(`,"jitterType":"` + p.Jitter.String() + `"`)
-	b.WriteString(`,"jitterFactor":` + strconv.FormatFloat(p.JitterFactor, 'g', -1, 64) + "}")
-	return b.Bytes(), nil
+	e := p.Effective()
+	b := make([]byte, 0, 192)
+	b = append(b, `{"backoff":"`...)
+	b = append(b, e.Kind.String()...)
+	b = append(b, '"')
+	b = appendMsField(b, "initialDelayMs", e.Base)
+	b = append(b, `,"multiplier":`...)
+	b = strconv.AppendFloat(b, e.Multiplier, 'g', -1, 64)
+	b = appendMsField(b, "incrementMs", e.Increment)
+	b = appendMsField(b, "minDelayMs", e.Min)
+	b = appendMsField(b, "maxDelayMs", e.Max)
+	b = append(b, `,"jitterType":"`...)
+	b = append(b, e.Jitter.String()...)
+	b = append(b, `","jitterFactor":`...)
+	b = strconv.AppendFloat(b, e.JitterFactor, 'g', -1, 64)
+	return append(b, '}'), nil
 }
 
-func writeMs(b *bytes.Buffer, name string, d time.Duration) {
-	b.WriteString(`,"` + name + `":`)
-	if d%time.Millisecond == 0 {
-		b.WriteString(strconv.FormatInt(int64(d/time.Millisecond), 10))
-		return
-	}
-	b.WriteString(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64))
+// appendMsField appends `,"name":` and d in milliseconds, None as 0.
+func appendMsField(b []byte, name string, d time.Duration) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return appendMs(b, max(d, 0))
 }
+
+// appendMs appends d ≥ 0 as a decimal number of milliseconds, exactly: the
+// whole milliseconds, then up to six decimals without trailing zeros.
+func appendMs(b []byte, d time.Duration) []byte {
+	b = strconv.AppendInt(b, int64(d/time.Millisecond), 10)
+	ns := int64(d % time.Millisecond)
+	if ns == 0 {
+		return b
+	}
+	frac := [7]byte{'.'}
+	for i := 6; i > 0; i-- {
+		frac[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	end := 7
+	for frac[end-1] == '0' {
+		end--
+	}
+	return append(b, frac[:end]...)
+}
+
+// msString returns d as appendMs writes it.
+func msString(d time.Duration) string { return string(appendMs(nil, d)) }
 
 // UnmarshalJSON decodes a policy encoded with the service's field names.
-// Omitted (or null) fields take the values of Default(); an explicit
-// maxDelayMs of 0 means no cap. Unknown fields, values of the wrong type and
-// values that fail Validate are rejected; every problem is reported as a
-// *FieldError, so FieldErrors lists them all. On error p is left unchanged.
+// Omitted (or null) fields take their defaults. An explicit 0 means what it
+// says: initialDelayMs 0 is Base None (zero delays), incrementMs 0 is
+// Increment None (no step), maxDelayMs 0 is Max None (no cap) and minDelayMs 0
+// no floor; as a multiplier or a jitterFactor 0 means nothing useful and is
+// rejected. Unknown fields, values of the wrong type and values that fail
+// Validate are rejected, each as a *FieldError, all at once: FieldErrors lists
+// them all. On success p is the decoded policy's Effective form; on error p is
+// left unchanged.
 func (p *Policy) UnmarshalJSON(data []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
@@ -117,80 +136,191 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	if fields == nil {
 		return errors.New("backoff policy: want a JSON object, got null")
 	}
-	q := Default()
+	var q Policy
 	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{field, fmt.Sprintf(format, args...)})
-	}
+	var failed fieldSet
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		raw := fields[name]
 		if string(raw) == "null" {
 			continue
 		}
-		var err error
-		switch name {
-		case "backoff":
-			var s string
-			if err = json.Unmarshal(raw, &s); err == nil {
-				q.Kind, err = ParseKind(s)
-				if err == nil && q.Kind == Custom {
-					err = errors.New("CUSTOM cannot be decoded: a function has no JSON")
-				}
-			}
-		case "jitterType":
-			var s string
-			if err = json.Unmarshal(raw, &s); err == nil {
-				q.Jitter, err = ParseJitter(s)
-				if err == nil && q.Jitter == CustomJitter {
-					err = errors.New("CUSTOM cannot be decoded: a function has no JSON")
-				}
-			}
-		case "initialDelayMs":
-			q.Base, err = parseMs(raw)
-		case "incrementMs":
-			q.Increment, err = parseMs(raw)
-		case "minDelayMs":
-			q.Min, err = parseMs(raw)
-		case "maxDelayMs":
-			q.Max, err = parseMs(raw)
-		case "multiplier":
-			q.Multiplier, err = parseFloat(raw)
-		case "jitterFactor":
-			q.JitterFactor, err = parseFloat(raw)
-		default:
-			err = errors.New("unknown field")
+		f, ok := fieldNamed(name)
+		if !ok {
+			errs = append(errs, &FieldError{name, "unknown field"})
+			continue
 		}
-		if err != nil {
-			bad(name, "%s", trimJSONPrefix(err))
+		if err := q.decodeField(f, raw); err != nil {
+			errs = append(errs, &FieldError{name, trimJSONPrefix(err)})
+			failed.add(f)
 		}
 	}
-	if len(errs) == 0 {
-		if err := q.Validate(); err != nil {
-			return err
-		}
-		*p = q
-		return nil
+	errs = append(errs, q.problems(failed)...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
-	return errors.Join(errs...)
+	*p = q.Effective()
+	return nil
 }
 
-// parseMs reads a JSON number of milliseconds, possibly fractional.
-func parseMs(raw json.RawMessage) (time.Duration, error) {
-	f, err := parseFloat(raw)
-	if err != nil {
-		return 0, err
+func fieldNamed(name string) (field, bool) {
+	for f, n := range fieldNames {
+		if n == name {
+			return field(f), true
+		}
 	}
-	if f < 0 {
+	return 0, false
+}
+
+// decodeField sets field f of p from raw, a JSON value other than null, or
+// says why it cannot.
+func (p *Policy) decodeField(f field, raw json.RawMessage) error {
+	var err error
+	switch f {
+	case fieldBackoff:
+		var s string
+		if err = json.Unmarshal(raw, &s); err == nil {
+			p.Kind, err = ParseKind(s)
+			if err == nil && p.Kind == Custom {
+				err = errors.New("CUSTOM cannot be decoded: a function has no JSON")
+			}
+		}
+	case fieldJitterType:
+		var s string
+		if err = json.Unmarshal(raw, &s); err == nil {
+			p.Jitter, err = ParseJitter(s)
+			if err == nil && p.Jitter == CustomJitter {
+				err = errors.New("CUSTOM cannot be decoded: a function has no JSON")
+			}
+		}
+	case fieldInitialDelay:
+		p.Base, err = parseMs(raw)
+		p.Base = orNone(p.Base)
+	case fieldIncrement:
+		p.Increment, err = parseMs(raw)
+		p.Increment = orNone(p.Increment)
+	case fieldMaxDelay:
+		p.Max, err = parseMs(raw)
+		p.Max = orNone(p.Max)
+	case fieldMinDelay:
+		p.Min, err = parseMs(raw)
+	case fieldMultiplier:
+		p.Multiplier, err = parseFloat(raw)
+		if err == nil && p.Multiplier < 1 {
+			if p.Multiplier == 0 {
+				err = errors.New("must be at least 1; omit it for the default, 2")
+			} else {
+				err = errors.New("must be at least 1")
+			}
+		}
+	case fieldJitterFactor:
+		p.JitterFactor, err = parseFloat(raw)
+		if err == nil && !(p.JitterFactor > 0 && p.JitterFactor <= 1) {
+			if p.JitterFactor == 0 {
+				err = errors.New("must be above 0 and at most 1; omit it for 0.1, or use jitterType NONE for no jitter")
+			} else {
+				err = errors.New("must be above 0 and at most 1")
+			}
+		}
+	}
+	return err
+}
+
+// parseMs reads a JSON number of milliseconds (fractional, with an exponent or
+// not) as a Duration, exactly: the decimal value is rounded to the nearest
+// nanosecond, halves up, without passing through a float.
+func parseMs(raw []byte) (time.Duration, error) {
+	notNumber := errors.New("must be a number")
+	i, neg := 0, false
+	if i < len(raw) && raw[i] == '-' {
+		neg = true
+		i++
+	}
+	// The mantissa's digits, integer part then fraction, without leading zeros.
+	var digits []byte
+	start, fracDigits := i, 0
+	for ; i < len(raw) && isDigit(raw[i]); i++ {
+		if len(digits) > 0 || raw[i] != '0' {
+			digits = append(digits, raw[i])
+		}
+	}
+	if i == start {
+		return 0, notNumber
+	}
+	if i < len(raw) && raw[i] == '.' {
+		i++
+		start = i
+		for ; i < len(raw) && isDigit(raw[i]); i++ {
+			if len(digits) > 0 || raw[i] != '0' {
+				digits = append(digits, raw[i])
+			}
+		}
+		fracDigits = i - start
+		if fracDigits == 0 {
+			return 0, notNumber
+		}
+	}
+	exp := 0
+	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
+			expNeg = raw[i] == '-'
+			i++
+		}
+		start = i
+		for ; i < len(raw) && isDigit(raw[i]); i++ {
+			if exp < 1<<30 { // far past any Duration either way
+				exp = exp*10 + int(raw[i]-'0')
+			}
+		}
+		if i == start {
+			return 0, notNumber
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if i != len(raw) {
+		return 0, notNumber
+	}
+	if len(digits) == 0 {
+		return 0, nil // zero, whatever its sign or exponent
+	}
+	if neg {
 		return 0, errors.New("must not be negative")
 	}
-	if f > float64(maxMillis) {
-		return 0, fmt.Errorf("must be at most %d", maxMillis)
+	tooLarge := errors.New("must be at most " + msString(maxDuration))
+	// The value is digits·10^scale nanoseconds; whole are the digits left of
+	// the decimal point once scaled.
+	scale := exp - fracDigits + 6
+	whole := len(digits) + scale
+	if whole > 19 { // at least 10^19 ns: more than a Duration holds
+		return 0, tooLarge
 	}
-	return time.Duration(math.Round(f * float64(time.Millisecond))), nil
+	if whole < 0 {
+		return 0, nil // below 0.1 ns
+	}
+	var v uint64
+	for k := range whole {
+		d := uint64(0) // past the digits, a zero of the scale
+		if k < len(digits) {
+			d = uint64(digits[k] - '0')
+		}
+		v = v*10 + d // whole ≤ 19 digits: at most 10^19−1, within a uint64
+	}
+	if whole < len(digits) && digits[whole] >= '5' {
+		v++
+	}
+	if v > math.MaxInt64 {
+		return 0, tooLarge
+	}
+	return time.Duration(v), nil
 }
 
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 func parseFloat(raw json.RawMessage) (float64, error) {
-	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+	if len(raw) == 0 || !(raw[0] == '-' || isDigit(raw[0])) {
 		return 0, errors.New("must be a number")
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)

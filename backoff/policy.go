@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -33,15 +34,19 @@ const (
 	CustomJitter                     // JitterFunc(d, source)
 )
 
-// Defaults. A zero Policy means DefaultBase, DefaultMultiplier, DefaultMax and
-// FullJitter; within a non-zero Policy, a zero Multiplier, Increment or
-// JitterFactor takes its default because zero has no useful meaning there.
+// The defaults that zero fields of a Policy stand for, each on its own.
 const (
 	DefaultBase         = 100 * time.Millisecond
 	DefaultMultiplier   = 2.0
 	DefaultMax          = 30 * time.Second
 	DefaultJitterFactor = 0.1
 )
+
+// None, set as a Policy's Base, Increment or Max, stands for a real zero: no
+// delay, no step, no cap, where a zero field would take its default. Any
+// negative value of those three fields means the same, as a negative
+// net.Dialer.KeepAlive disables keep-alives; a negative Min is invalid.
+const None time.Duration = -1
 
 // maxDuration is the longest delay Delay ever returns (about 292 years).
 const maxDuration = time.Duration(math.MaxInt64)
@@ -50,19 +55,23 @@ const maxDuration = time.Duration(math.MaxInt64)
 // copy it freely and share it between goroutines; nothing in it changes once
 // built.
 //
-// The zero Policy is Default(). Once any field is set, Base, Min and Max mean
-// exactly what they say: a zero Base gives zero delays (handy in tests) and a
-// zero Max means no cap.
+// Zero means default, field by field: each zero field takes its own default
+// whatever the others hold, so Policy{Multiplier: 3} still starts at
+// DefaultBase and is capped at DefaultMax, and the zero Policy is Default().
+// For the three fields whose zero would be meaningful, None (or any negative
+// value) says zero: Base None gives zero delays (handy in tests), Increment
+// None a linear delay that never grows, Max None no cap. Effective returns
+// the values a Policy stands for.
 type Policy struct {
 	Kind       Kind
-	Base       time.Duration // the first raw delay; also the floor of decorrelated jitter
+	Base       time.Duration // the first raw delay, and the floor of decorrelated jitter; 0 means DefaultBase, None zero
 	Multiplier float64       // exponential growth factor, ≥ 1; 0 means DefaultMultiplier
-	Increment  time.Duration // linear step; 0 means Base
-	Min        time.Duration // lower bound of every delay
-	Max        time.Duration // upper bound of every delay; 0 means no cap
+	Increment  time.Duration // linear step; 0 means the effective Base, None no step
+	Min        time.Duration // lower bound of every delay; 0 means none; never negative
+	Max        time.Duration // upper bound of every delay; 0 means DefaultMax, None no cap
 
 	Jitter       Jitter
-	JitterFactor float64 // f of ProportionalJitter, in [0, 1]; 0 means DefaultJitterFactor
+	JitterFactor float64 // f of ProportionalJitter, in (0, 1]; 0 means DefaultJitterFactor
 
 	// Func gives the raw delay before retry n when Kind is Custom. It must be
 	// safe for concurrent use; a negative result counts as zero.
@@ -78,61 +87,125 @@ func Default() Policy {
 	return Policy{Kind: Exponential, Base: DefaultBase, Multiplier: DefaultMultiplier, Max: DefaultMax}
 }
 
-// IsZero reports whether p is the zero Policy, which stands for Default().
+// IsZero reports whether every field of p is zero, so that p is Default().
+// Callers use it to substitute a default policy of their own for an unset
+// one; Delay does not need it.
 func (p *Policy) IsZero() bool {
 	return p.Kind == 0 && p.Base == 0 && p.Multiplier == 0 && p.Increment == 0 &&
 		p.Min == 0 && p.Max == 0 && p.Jitter == 0 && p.JitterFactor == 0 &&
 		p.Func == nil && p.JitterFunc == nil
 }
 
-// MaxDelay returns the cap on every delay p computes: Max, or DefaultMax for
-// the zero Policy; 0 means no cap.
-func (p *Policy) MaxDelay() time.Duration {
-	if p.IsZero() {
+// Effective returns p with its defaults resolved: every zero field replaced by
+// the value it stands for, and every negative Base, Increment and Max by None.
+// The result behaves exactly as p does, and resolving it again changes
+// nothing. Its Max is the cap on every delay, None meaning no cap.
+func (p Policy) Effective() Policy {
+	base := p.base()
+	p.Multiplier = p.multiplier()
+	p.Increment = orNone(p.increment(base))
+	p.Base = orNone(base)
+	if p.Max == 0 {
+		p.Max = DefaultMax
+	} else if p.Max < 0 {
+		p.Max = None
+	}
+	p.JitterFactor = p.jitterFactor()
+	return p
+}
+
+// The rule "zero means default, negative means None", once per field. Each
+// helper is a compare or two, so Delay resolves only what it uses.
+
+// base returns the effective Base, 0 for None.
+func (p *Policy) base() time.Duration {
+	if b := p.Base; b > 0 {
+		return b
+	} else if b == 0 {
+		return DefaultBase
+	}
+	return 0
+}
+
+// increment returns the effective Increment, 0 for None, given the effective
+// base.
+func (p *Policy) increment(base time.Duration) time.Duration {
+	if inc := p.Increment; inc > 0 {
+		return inc
+	} else if inc == 0 {
+		return base
+	}
+	return 0
+}
+
+// limit returns the effective Max, maxDuration for None.
+func (p *Policy) limit() time.Duration {
+	if m := p.Max; m > 0 {
+		return m
+	} else if m == 0 {
 		return DefaultMax
 	}
-	return p.Max
+	return maxDuration
+}
+
+func (p *Policy) multiplier() float64 {
+	if p.Multiplier == 0 {
+		return DefaultMultiplier
+	}
+	return p.Multiplier
+}
+
+func (p *Policy) jitterFactor() float64 {
+	if p.JitterFactor == 0 {
+		return DefaultJitterFactor
+	}
+	return p.JitterFactor
+}
+
+// orNone maps a resolved zero back to None, the way Effective spells it.
+func orNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return None
+	}
+	return d
 }
 
 // Delay returns the delay before retry n (n ≥ 1; smaller n counts as 1).
 //
 // prev is the delay this execution waited before its previous retry, or 0
 // before its first; only DecorrelatedJitter uses it. src supplies randomness;
-// nil means a source safe for concurrent use that needs no seeding. Delay never
-// allocates (unless a custom function does), never overflows and never returns
-// a negative duration, for any n and any policy that passes Validate.
+// nil means the runtime's generator, safe for concurrent use and needing no
+// seeding. Delay never allocates (unless a custom function does), never
+// overflows and never returns a negative duration, for any n and any policy
+// that passes Validate.
 func (p *Policy) Delay(n int, prev time.Duration, src Source) time.Duration {
-	if p.IsZero() {
-		d := Default()
-		return d.delay(n, prev, src)
+	hi := p.limit()
+	var d time.Duration
+	if p.Kind == Exponential && (p.Multiplier == 0 || p.Multiplier == 2) {
+		d = doubling(p.base(), n, hi) // the common case, without a call
+	} else {
+		d = p.raw(n, hi)
 	}
-	return p.delay(n, prev, src)
-}
-
-func (p *Policy) delay(n int, prev time.Duration, src Source) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	hi := p.Max
-	if hi <= 0 {
-		hi = maxDuration
-	}
-	d := p.Raw(n)
 	var out time.Duration
 	switch p.Jitter {
+	case FullJitter:
+		// uniform(src), written out: the call is a tenth of the cost.
+		var u uint64
+		if src == nil {
+			u = rand.Uint64()
+		} else {
+			u = src.Uint64()
+		}
+		out = scale(d, unit(u))
 	case NoJitter:
 		out = d
 	case EqualJitter:
 		half := d / 2
 		out = half + scale(d-half, uniform(src))
 	case ProportionalJitter:
-		f := p.JitterFactor
-		if f == 0 {
-			f = DefaultJitterFactor
-		}
-		out = fromFloat(float64(d) * (1 + (2*uniform(src)-1)*f))
+		out = fromFloat(float64(d) * (1 + (2*uniform(src)-1)*p.jitterFactor()))
 	case DecorrelatedJitter:
-		lo := p.Base
+		lo := p.base()
 		if prev <= 0 {
 			prev = lo
 		}
@@ -148,7 +221,7 @@ func (p *Policy) delay(n int, prev time.Duration, src Source) time.Duration {
 		if p.JitterFunc != nil {
 			out = p.JitterFunc(d, src)
 		}
-	default: // FullJitter
+	default:
 		out = scale(d, uniform(src))
 	}
 	if out < p.Min {
@@ -163,53 +236,54 @@ func (p *Policy) delay(n int, prev time.Duration, src Source) time.Duration {
 	return out
 }
 
-// Raw returns the raw delay before retry n, capped at Max and before jitter.
-// It is the d that the jitter formulas start from.
+// Raw returns the raw delay before retry n (n ≥ 1; smaller n counts as 1),
+// capped at the effective Max and before jitter: the d that the jitter
+// formulas start from.
 func (p *Policy) Raw(n int) time.Duration {
+	return p.raw(n, p.limit())
+}
+
+func (p *Policy) raw(n int, hi time.Duration) time.Duration {
 	if n < 1 {
 		n = 1
 	}
 	var raw time.Duration
 	switch p.Kind {
 	case Fixed:
-		raw = p.Base
+		raw = p.base()
 	case Linear:
-		inc := p.Increment
-		if inc == 0 {
-			inc = p.Base
-		}
-		raw = fromFloat(float64(p.Base) + float64(inc)*float64(n-1))
+		base := p.base()
+		raw = fromFloat(float64(base) + float64(p.increment(base))*float64(n-1))
 	case Custom:
 		if p.Func != nil {
-			raw = p.Func(n)
+			raw = max(p.Func(n), 0)
 		}
 	default: // Exponential
-		raw = exponential(p.Base, p.Multiplier, n)
+		m := p.multiplier()
+		if m == 2 {
+			return doubling(p.base(), n, hi)
+		}
+		raw = fromFloat(float64(p.base()) * math.Pow(m, float64(n-1)))
 	}
-	if raw < 0 {
-		raw = 0
-	}
-	if p.Max > 0 && raw > p.Max {
-		raw = p.Max
-	}
-	return raw
+	return min(raw, hi)
 }
 
-func exponential(base time.Duration, m float64, n int) time.Duration {
-	if base <= 0 {
+// doubling returns min(base·2^(n−1), hi) for 0 ≤ base and 0 < hi, the
+// common case, exactly and in integers: base·2^k ≤ hi exactly when
+// base ≤ hi>>k, and then the shift cannot overflow. It agrees with
+// math.Ldexp(float64(base), n−1), without the float round trip.
+func doubling(base time.Duration, n int, hi time.Duration) time.Duration {
+	k := uint(n - 1)
+	if n < 1 {
+		k = 0
+	}
+	if k < 63 && base <= hi>>k {
+		return base << k
+	}
+	if base == 0 {
 		return 0
 	}
-	if m == 0 {
-		m = DefaultMultiplier
-	}
-	if m == 2 {
-		// Ldexp is exact and far cheaper than Pow for the common case.
-		if n-1 > 1100 {
-			return maxDuration
-		}
-		return fromFloat(math.Ldexp(float64(base), n-1))
-	}
-	return fromFloat(float64(base) * math.Pow(m, float64(n-1)))
+	return hi
 }
 
 // fromFloat converts nanoseconds to a Duration, saturating instead of
@@ -224,7 +298,9 @@ func fromFloat(ns float64) time.Duration {
 	return time.Duration(ns)
 }
 
-// scale returns d·u for u in [0, 1), without overflow.
+// scale returns d·u for d ≥ 0 and u in [0, 1). The product is below 2^63
+// (float64(d) is at most 2^63, u at most 1−2^−53), so it converts without a
+// check.
 func scale(d time.Duration, u float64) time.Duration {
-	return fromFloat(float64(d) * u)
+	return time.Duration(float64(d) * u)
 }

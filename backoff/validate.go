@@ -3,7 +3,6 @@ package backoff
 import (
 	"errors"
 	"math"
-	"time"
 )
 
 // FieldError is one problem with one field of a policy. Field is the field's
@@ -38,56 +37,99 @@ func FieldErrors(err error) []*FieldError {
 	return out
 }
 
-// maxMillis is the largest whole number of milliseconds a Duration holds.
-const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+// field names a policy field by its JSON name, as a bit in a fieldSet.
+type field uint8
 
-// Validate reports every problem with p, each as a *FieldError, joined with
-// errors.Join; nil means p is usable. The zero Policy is valid.
+const (
+	fieldBackoff field = iota
+	fieldInitialDelay
+	fieldMultiplier
+	fieldIncrement
+	fieldMinDelay
+	fieldMaxDelay
+	fieldJitterType
+	fieldJitterFactor
+)
+
+var fieldNames = [...]string{
+	fieldBackoff: "backoff", fieldInitialDelay: "initialDelayMs", fieldMultiplier: "multiplier",
+	fieldIncrement: "incrementMs", fieldMinDelay: "minDelayMs", fieldMaxDelay: "maxDelayMs",
+	fieldJitterType: "jitterType", fieldJitterFactor: "jitterFactor",
+}
+
+func (f field) String() string { return fieldNames[f] }
+
+// fieldSet is a set of fields: those a JSON decode already found wrong, which
+// validation then leaves alone.
+type fieldSet uint16
+
+func (s fieldSet) has(fs ...field) bool {
+	for _, f := range fs {
+		if s&(1<<f) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *fieldSet) add(f field) { *s |= 1 << f }
+
+// Validate reports every problem with p, each as a *FieldError naming the
+// field's JSON name, joined with errors.Join; nil means p is usable. It judges
+// the effective values (see Effective): the zero Policy is valid, and Min must
+// not exceed DefaultMax when Max is zero.
 func (p *Policy) Validate() error {
-	var errs []error
-	bad := func(field, reason string) { errs = append(errs, &FieldError{field, reason}) }
+	return errors.Join(p.problems(0)...)
+}
 
+// problems lists p's problems, leaving out those of the fields in skip and the
+// checks that involve them.
+func (p *Policy) problems(skip fieldSet) []error {
+	var errs []error
+	bad := func(f field, reason string) {
+		if !skip.has(f) {
+			errs = append(errs, &FieldError{f.String(), reason})
+		}
+	}
 	switch p.Kind {
 	case Exponential, Linear, Fixed:
 	case Custom:
 		if p.Func == nil {
-			bad("backoff", "CUSTOM needs a Func")
+			bad(fieldBackoff, "CUSTOM needs a Func")
 		}
 	default:
-		bad("backoff", "unknown backoff kind")
-	}
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"initialDelayMs", p.Base}, {"incrementMs", p.Increment}, {"minDelayMs", p.Min}, {"maxDelayMs", p.Max}} {
-		if f.d < 0 {
-			bad(f.name, "must not be negative")
-		}
+		bad(fieldBackoff, "unknown backoff kind")
 	}
 	switch m := p.Multiplier; {
 	case math.IsNaN(m) || math.IsInf(m, 0):
-		bad("multiplier", "must be a finite number")
+		bad(fieldMultiplier, "must be a finite number")
 	case m != 0 && m < 1:
-		bad("multiplier", "must be at least 1 (0 means the default, 2)")
+		bad(fieldMultiplier, "must be at least 1 (0 means the default, 2)")
 	}
-	if p.Max > 0 && p.Min > p.Max {
-		bad("minDelayMs", "must not exceed maxDelayMs")
+	if p.Min < 0 {
+		bad(fieldMinDelay, "must not be negative")
+	} else if hi := p.limit(); p.Min > hi && !skip.has(fieldMaxDelay) {
+		if p.Max == 0 {
+			bad(fieldMinDelay, "must not exceed maxDelayMs, which defaults to "+msString(DefaultMax))
+		} else {
+			bad(fieldMinDelay, "must not exceed maxDelayMs")
+		}
 	}
 	switch p.Jitter {
 	case FullJitter, NoJitter, EqualJitter, ProportionalJitter:
 	case DecorrelatedJitter:
-		if p.Base <= 0 {
-			bad("initialDelayMs", "must be positive with DECORRELATED jitter, which grows from it")
+		if p.base() == 0 && !skip.has(fieldJitterType) {
+			bad(fieldInitialDelay, "must be positive with DECORRELATED jitter, which grows from it")
 		}
 	case CustomJitter:
 		if p.JitterFunc == nil {
-			bad("jitterType", "CUSTOM needs a JitterFunc")
+			bad(fieldJitterType, "CUSTOM needs a JitterFunc")
 		}
 	default:
-		bad("jitterType", "unknown jitter kind")
+		bad(fieldJitterType, "unknown jitter kind")
 	}
 	if f := p.JitterFactor; math.IsNaN(f) || f < 0 || f > 1 {
-		bad("jitterFactor", "must be within [0, 1]")
+		bad(fieldJitterFactor, "must be within [0, 1] (0 means the default, 0.1)")
 	}
-	return errors.Join(errs...)
+	return errs
 }

@@ -38,7 +38,7 @@ var contenders = []contender{
 		},
 		zeroDelay: func(op func() error) func() error {
 			ctx := context.Background()
-			p := retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter}}
+			p := retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}}
 			fn := func(context.Context) error { return op() }
 			return func() error { return retry.Do(ctx, p, fn) }
 		},

@@ -151,6 +151,7 @@ func tierBackoff(tiers []time.Duration) backoff.Policy {
 	tiers = append([]time.Duration(nil), tiers...)
 	return backoff.Policy{
 		Kind:   backoff.Custom,
+		Max:    backoff.None, // the tiers are the delays, however long
 		Jitter: backoff.NoJitter,
 		Func:   func(n int) time.Duration { return tiers[min(n, len(tiers))-1] },
 	}

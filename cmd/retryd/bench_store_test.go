@@ -144,7 +144,7 @@ func benchLag(b *testing.B, be backend, tg *benchTarget, n int) {
 
 func putBenchPolicy(b *testing.B, st store.Store, id string, attempts int) {
 	spec, err := json.Marshal(retry.Policy{MaxAttempts: attempts,
-		Backoff: backoff.Policy{Kind: backoff.Fixed, Max: time.Second, Jitter: backoff.NoJitter}})
+		Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Max: time.Second, Jitter: backoff.NoJitter}})
 	if err != nil {
 		b.Fatal(err)
 	}

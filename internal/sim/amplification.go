@@ -73,7 +73,7 @@ func RunAmplification(ctx context.Context, c AmplificationConfig) (Amplification
 	for i := range policies {
 		policies[i] = retry.Policy{
 			MaxAttempts: c.Attempts,
-			Backoff:     backoff.Policy{Kind: backoff.Fixed, Jitter: backoff.NoJitter},
+			Backoff:     backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter},
 		}
 		if c.Quota != nil {
 			q, err := retry.NewQuota(*c.Quota)

@@ -36,7 +36,7 @@ func Strategies(base, max time.Duration) []Strategy {
 		return backoff.Policy{Kind: backoff.Exponential, Base: base, Multiplier: 2, Max: max, Jitter: j}
 	}
 	return []Strategy{
-		{NoBackoff, backoff.Policy{Kind: backoff.Fixed, Base: 0, Jitter: backoff.NoJitter}},
+		{NoBackoff, backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}},
 		{Exponential, exp(backoff.NoJitter)},
 		{EqualJitter, exp(backoff.EqualJitter)},
 		{FullJitter, exp(backoff.FullJitter)},

@@ -27,7 +27,7 @@ func TestPolicyPutDefaultsAndIdempotence(t *testing.T) {
 	for _, body := range []string{
 		`{"policyId":"p1","maxAttempts":5}`,
 		`{"maxAttempts":5,"policyId":"p1","backoff":"EXPONENTIAL","jitterType":"FULL","maxDelayMs":30000}`,
-		`{"policyId":"p1","maxAttempts":5,"multiplier":0,"jitterFactor":0,"incrementMs":0}`,
+		`{"policyId":"p1","maxAttempts":5,"multiplier":2,"jitterFactor":0.1,"incrementMs":100,"minDelayMs":0,"initialDelayMs":null}`,
 	} {
 		again := e.do(t, "POST", "/retry-policies", body)
 		again.wantStatus(t, http.StatusOK)
@@ -64,6 +64,9 @@ func TestPolicyPutInvalid(t *testing.T) {
 		{"negative delay", `{"policyId":"x","initialDelayMs":-1}`, "initialDelayMs"},
 		{"delay as a string", `{"policyId":"x","maxDelayMs":"30s"}`, "maxDelayMs"},
 		{"multiplier under 1", `{"policyId":"x","multiplier":0.5}`, "multiplier"},
+		{"multiplier 0", `{"policyId":"x","multiplier":0}`, "multiplier"},
+		{"jitter factor 0", `{"policyId":"x","jitterType":"PROPORTIONAL","jitterFactor":0}`, "jitterFactor"},
+		{"min over the default max", `{"policyId":"x","minDelayMs":30001}`, "minDelayMs"},
 		{"min over max", `{"policyId":"x","minDelayMs":50,"maxDelayMs":10}`, "minDelayMs"},
 		{"jitter factor over 1", `{"policyId":"x","jitterFactor":2}`, "jitterFactor"},
 		{"unknown jitter", `{"policyId":"x","jitterType":"RANDOM"}`, "jitterType"},

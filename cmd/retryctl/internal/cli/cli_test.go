@@ -140,6 +140,23 @@ func TestPolicies(t *testing.T) {
 	}
 }
 
+// A policy without delays or cap prints as such, not as the Go values that
+// say so (backoff.None).
+func TestPolicyWithoutDelaysOrCap(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	s.ok(t, "policies", "put", "instant", "--spec", `{"backoff":"FIXED","initialDelayMs":0,"maxDelayMs":0,"jitterType":"NONE"}`)
+	out := s.ok(t, "policies", "get", "instant")
+	wantContains(t, "get output", out, "Initial delay:", "0s", "Max delay:", "none")
+	if strings.Contains(out, "-1ns") {
+		t.Errorf("get output shows backoff.None as -1ns:\n%s", out)
+	}
+	got := s.okJSON(t, "policies", "get", "instant")
+	if got["initialDelayMs"] != 0.0 || got["maxDelayMs"] != 0.0 {
+		t.Errorf("policies get --json = %v, want initialDelayMs and maxDelayMs 0", got)
+	}
+}
+
 func TestTasks(t *testing.T) {
 	t.Parallel()
 	s := setup(t)

@@ -98,8 +98,8 @@ func (r *runner) printPolicy(p *client.Policy) error {
 	s := p.Settings
 	row("Policy", p.ID)
 	row("Backoff", s.Backoff.Kind.String())
-	row("Initial delay", s.Backoff.Base.String())
-	row("Max delay", s.Backoff.Max.String())
+	row("Initial delay", initialDelay(s.Backoff.Base))
+	row("Max delay", maxDelay(s.Backoff.Max))
 	row("Jitter", s.Backoff.Jitter.String())
 	row("Max attempts", strconv.Itoa(s.Attempts()))
 	row("Budget", budget(s.Budget))
@@ -112,7 +112,7 @@ func (r *runner) printPolicies(page *client.Page[client.Policy]) error {
 	fmt.Fprintln(w, "POLICY\tBACKOFF\tINITIAL\tMAX DELAY\tJITTER\tATTEMPTS\tBUDGET\tRETRYABLE")
 	for _, p := range page.Items {
 		s := p.Settings
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, s.Backoff.Kind, s.Backoff.Base, s.Backoff.Max,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.ID, s.Backoff.Kind, initialDelay(s.Backoff.Base), maxDelay(s.Backoff.Max),
 			s.Backoff.Jitter, s.Attempts(), budget(s.Budget), codes(s.RetryableStatusCodes))
 	}
 	if err := w.Flush(); err != nil {
@@ -127,6 +127,19 @@ func (r *runner) printNext(token string) error {
 	}
 	_, err := fmt.Fprintf(r.env.Stdout, "more: --page-token %s\n", token)
 	return err
+}
+
+// initialDelay prints a backoff's Base; backoff.None (any negative) is no delay.
+func initialDelay(d time.Duration) string {
+	return max(d, 0).String()
+}
+
+// maxDelay prints a backoff's Max; backoff.None (any negative) is no cap.
+func maxDelay(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return d.String()
 }
 
 func budget(d time.Duration) string {

@@ -175,7 +175,7 @@ func (b *benchRecorder) waitTerminal(ctx context.Context, n int64) error {
 
 // benchPolicy retries at once, up to attempts calls.
 func benchPolicy(attempts int) retry.Policy {
-	return retry.Policy{MaxAttempts: attempts, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 0, Max: time.Second, Jitter: backoff.NoJitter}}
+	return retry.Policy{MaxAttempts: attempts, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Max: time.Second, Jitter: backoff.NoJitter}}
 }
 
 var _ scheduler.Recorder = (*benchRecorder)(nil)
