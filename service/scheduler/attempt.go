@@ -42,19 +42,31 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		s.queue(t, f)
 		return
 	}
-	res := s.disp.Send(ctx, dispatch.Request{
-		Method:         t.Method,
-		URL:            t.TargetURL,
-		Headers:        t.Headers,
-		Body:           t.Body,
-		IdempotencyKey: t.IdempotencyKey,
-	})
+	res := s.send(ctx, t, p.AttemptTimeout)
 	now := time.Now()
 	if ctx.Err() != nil && errors.Is(res.Err, context.Canceled) {
 		s.queue(t, release(t, &res, now))
 		return
 	}
 	s.queue(t, Decide(t, p, &res, now, s.cfg.Rand))
+}
+
+// send makes t's attempt. A policy's AttemptTimeout shortens the
+// dispatcher's own bound for its tasks; it cannot lengthen it, since the
+// lease was sized to that bound.
+func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Duration) dispatch.Result {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return s.disp.Send(ctx, dispatch.Request{
+		Method:         t.Method,
+		URL:            t.TargetURL,
+		Headers:        t.Headers,
+		Body:           t.Body,
+		IdempotencyKey: t.IdempotencyKey,
+	})
 }
 
 // finished is an outcome waiting for its group commit.

@@ -11,14 +11,13 @@ import (
 )
 
 // Decide turns the result of attempt t.AttemptNumber into the task's next
-// step, by the same rules retry.Do follows: a success or a non-retryable
-// answer ends the task; otherwise the policy's backoff gives the delay
-// (decorrelated jitter continuing from t.PrevDelay, which is stored with
-// the task so that a restart keeps the sequence), a Retry-After hint
-// lengthens it up to the backoff's maximum, and the task is EXHAUSTED when
-// the attempts are used up or when the time spent since t.BudgetStart plus
-// the delay plus the expected call time (the policy's, else this attempt's)
-// would overrun the budget.
+// step. What follows a failure is the root package's decision step
+// (retry.Policy.Decide), so that a task is retried exactly as retry.Do would
+// retry the same call; Decide only translates between the task and that
+// step. Decorrelated jitter continues from t.PrevDelay, which the store
+// keeps, so a restart does not restart the sequence. src, when not nil, is
+// drawn from instead of p.Rand (a policy decoded from JSON has none); it
+// must be safe for concurrent use.
 func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time, src backoff.Source) store.Finish {
 	msg := res.Message()
 	f := store.Finish{
@@ -37,51 +36,71 @@ func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time,
 		LastStatus: res.Status,
 		Now:        now,
 	}
+	class := retry.NoRetry
 	switch res.Outcome(p) {
 	case dispatch.Success:
 		f.Status = store.Succeeded
 		return f
-	case dispatch.Fail:
+	case dispatch.Retry:
+		class = retry.Retry
+	}
+	if src != nil {
+		q := *p
+		q.Rand = src
+		p = &q
+	}
+	v := p.Decide(&retry.Failure{
+		Err:       answer{res},
+		Class:     class,
+		Attempt:   t.AttemptNumber,
+		PrevDelay: t.PrevDelay,
+		Start:     t.BudgetStart,
+		Now:       now,
+		Call:      res.Duration,
+	})
+	f.PrevDelay = v.PrevDelay
+	switch v.Stop {
+	case nil:
+		f.Status = store.Pending
+		// Whole milliseconds, rounded up: every store keeps at least that,
+		// so the heap and the store agree exactly on when the task is due,
+		// and the retry never comes before its delay is over.
+		f.NextAttemptAt = store.CeilMillis(now.Add(v.Delay))
+	case retry.ErrNotRetryable:
+		// The target's own answer says why; FAILED tells it apart from a
+		// task that ran out of attempts or time.
 		f.Status = store.Failed
-		return f
+	default:
+		giveUp(&f, v.Stop)
 	}
-	if t.AttemptNumber >= p.Attempts() {
-		return giveUp(f, retry.ErrAttemptsExhausted)
-	}
-	delay := p.Backoff.Delay(t.AttemptNumber, t.PrevDelay, src)
-	f.PrevDelay = delay
-	if res.HasRetryAfter && res.RetryAfter > delay {
-		delay = res.RetryAfter
-		if p.Backoff.Max > 0 && delay > p.Backoff.Max {
-			delay = p.Backoff.Max
-		}
-	}
-	if p.Budget > 0 {
-		call := p.CallTime
-		if call == 0 {
-			call = res.Duration
-		}
-		if now.Sub(t.BudgetStart)+delay+call > p.Budget {
-			return giveUp(f, retry.ErrBudgetExhausted)
-		}
-	}
-	f.Status = store.Pending
-	// Whole milliseconds, rounded up: every store keeps at least that, so
-	// the heap and the store agree exactly on when the task is due, and the
-	// retry never comes before its delay is over.
-	f.NextAttemptAt = store.CeilMillis(now.Add(delay))
 	return f
 }
 
+// answer shows a Result to the decision step as an error: the step reads a
+// server's hint and the status from it, not from the Result. It is one
+// pointer, so making it an error allocates nothing.
+type answer struct{ res *dispatch.Result }
+
+func (a answer) Error() string       { return a.res.Message() }
+func (a answer) Unwrap() error       { return a.res.Err }
+func (a answer) HTTPStatusCode() int { return a.res.Status }
+
+// RetryAfter returns the response's Retry-After, or -1 (none) without one.
+func (a answer) RetryAfter() time.Duration {
+	if !a.res.HasRetryAfter {
+		return -1
+	}
+	return a.res.RetryAfter
+}
+
 // giveUp marks f EXHAUSTED, saying why in the task's lastError.
-func giveUp(f store.Finish, reason error) store.Finish {
+func giveUp(f *store.Finish, reason error) {
 	f.Status = store.Exhausted
 	if f.LastError == "" {
 		f.LastError = reason.Error()
 	} else {
 		f.LastError += " (" + reason.Error() + ")"
 	}
-	return f
 }
 
 // precheck is asked before a claimed task is sent. It returns a finish
@@ -89,13 +108,8 @@ func giveUp(f store.Finish, reason error) store.Finish {
 // to expired leases were counted and may have used up the allowance, or the
 // budget ran out while the task waited (retryd was down, say).
 func precheck(t *store.Task, p *retry.Policy, now time.Time) (store.Finish, bool) {
-	var reason error
-	switch {
-	case t.AttemptNumber > p.Attempts():
-		reason = retry.ErrAttemptsExhausted
-	case p.Budget > 0 && now.Sub(t.BudgetStart) > p.Budget:
-		reason = retry.ErrBudgetExhausted
-	default:
+	reason := p.Admit(t.AttemptNumber, t.BudgetStart, now)
+	if reason == nil {
 		return store.Finish{}, false
 	}
 	return notSent(t, store.Exhausted, reason.Error()+" before attempt "+strconv.Itoa(t.AttemptNumber), now), true

@@ -45,8 +45,9 @@ func TestDecide(t *testing.T) {
 		{"refused target fails", task(1), exp, &dispatch.Result{Start: t0, Err: dispatch.ErrTargetRefused}, t0, store.Failed, time.Time{}, 2 * time.Second, "target address refused"},
 		{"retry-after lengthens the delay", task(1), exp, &dispatch.Result{Start: t0, Status: 429, RetryAfter: 30 * time.Second, HasRetryAfter: true}, t0,
 			store.Pending, t0.Add(30 * time.Second), time.Second, "HTTP 429 Too Many Requests"},
-		{"retry-after capped at max", task(1), exp, &dispatch.Result{Start: t0, Status: 429, RetryAfter: time.Hour, HasRetryAfter: true}, t0,
-			store.Pending, t0.Add(time.Minute), time.Second, "HTTP 429 Too Many Requests"},
+		{"retry-after is a floor beyond max, capped without a budget", task(1), exp, &dispatch.Result{Start: t0, Status: 429, RetryAfter: time.Hour, HasRetryAfter: true}, t0,
+			store.Pending, t0.Add(retry.DefaultMaxRetryAfter), time.Second, "HTTP 429 Too Many Requests"},
+		{"a 4xx fails even with attempts left", task(1), budget, answer(400), t0.Add(time.Second), store.Failed, time.Time{}, 2 * time.Second, "HTTP 400 Bad Request"},
 		{"shorter retry-after ignored", task(2), exp, &dispatch.Result{Start: t0, Status: 429, RetryAfter: time.Millisecond, HasRetryAfter: true}, t0,
 			store.Pending, t0.Add(2 * time.Second), 2 * time.Second, "HTTP 429 Too Many Requests"},
 		// 7s spent + 2s delay + 0.1s call fits in 10s; 8s spent does not.

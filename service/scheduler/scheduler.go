@@ -91,7 +91,10 @@ type Config struct {
 	// context ends. Not-found, conflict, lease-lost, invalid and closed
 	// errors are never retried.
 	StoreRetry retry.Policy
-	// Rand is the jitter's random source; nil means the runtime's.
+	// Rand, when set, is the jitter's random source for every task, in
+	// place of the policy's; nil means each policy's (the runtime's
+	// generator, for a policy decoded from JSON). Workers draw from it at
+	// once, so New wraps it with backoff.Locked.
 	Rand backoff.Source
 }
 
@@ -138,6 +141,7 @@ func New(cfg Config) (*Scheduler, error) {
 	setDefault(&cfg.Resync, DefaultResync)
 	setDefault(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	cfg.ClaimBatch = min(cfg.ClaimBatch, store.MaxClaimLimit)
+	cfg.Rand = backoff.Locked(cfg.Rand)
 	spare := cfg.Lease - cfg.Dispatcher.Timeout() - leaseMargin
 	if spare < 0 {
 		return nil, fmt.Errorf("scheduler: lease %v is too short: attempts may take %v, so it must be at least %v",
