@@ -3,6 +3,7 @@ package backoff_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -363,6 +364,35 @@ func TestSequenceDecorrelatedCarriesPrev(t *testing.T) {
 		got := s.Next()
 		if d := got - w*time.Millisecond; d < -time.Microsecond || d > time.Microsecond {
 			t.Errorf("delay %d = %v, want ≈%v", i+1, got, w*time.Millisecond)
+		}
+	}
+}
+
+// TestCommonPathAgrees: exponential doubling with full jitter has a path of
+// its own in Delay. A Multiplier of −0 means the default just as 0 does but
+// takes the general path, so the two must agree to the nanosecond.
+func TestCommonPathAgrees(t *testing.T) {
+	t.Parallel()
+	negZero := math.Copysign(0, -1)
+	bases := []time.Duration{0, backoff.None, 1, 3 * time.Millisecond, time.Hour, math.MaxInt64}
+	maxes := []time.Duration{0, backoff.None, 1, time.Second, math.MaxInt64}
+	mins := []time.Duration{0, 1, 500 * time.Millisecond, 40 * time.Second}
+	ns := []int{-1, 0, 1, 2, 3, 10, 40, 62, 63, 64, 65, 1000, 10_000, math.MaxInt}
+	for _, base := range bases {
+		for _, maxD := range maxes {
+			for _, minD := range mins {
+				for _, m := range []float64{0, 2} {
+					fast := backoff.Policy{Base: base, Multiplier: m, Min: minD, Max: maxD}
+					general := fast
+					general.Multiplier = negZero
+					a, b := rand.NewPCG(uint64(base), uint64(maxD)), rand.NewPCG(uint64(base), uint64(maxD))
+					for _, n := range ns {
+						if x, y := fast.Delay(n, 0, a), general.Delay(n, 0, b); x != y {
+							t.Errorf("%+v: Delay(%d) = %v on the common path, %v on the general one", fast, n, x, y)
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"time"
 )
@@ -179,29 +180,45 @@ func orNone(d time.Duration) time.Duration {
 // overflows and never returns a negative duration, for any n and any policy
 // that passes Validate.
 func (p *Policy) Delay(n int, prev time.Duration, src Source) time.Duration {
+	// The common case, exponential doubling with full jitter, in a few
+	// integer operations: Kind and Jitter are zero, and Multiplier is 0 or 2,
+	// the two float64s whose bits are 0 and 1<<62. delay gives the same
+	// results, in more steps.
+	if p.Kind|Kind(p.Jitter) == 0 && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
+		var u uint64 // draw(src), written out: it is too big to inline
+		if src == nil {
+			u = rand.Uint64()
+		} else {
+			u = src.Uint64()
+		}
+		hi := p.limit()
+		out := scaleBits(doubling(p.base(), n, hi), u) // in [0, d), d ≤ hi
+		if out < p.Min {
+			out = min(p.Min, hi)
+		}
+		return out
+	}
+	return p.delay(n, prev, src)
+}
+
+// delay is Delay for every policy.
+func (p *Policy) delay(n int, prev time.Duration, src Source) time.Duration {
 	hi := p.limit()
 	var d time.Duration
-	if p.Kind == Exponential && (p.Multiplier == 0 || p.Multiplier == 2) {
-		d = doubling(p.base(), n, hi) // the common case, without a call
+	if p.Kind == Exponential && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
+		d = doubling(p.base(), n, hi) // without the call to raw
 	} else {
 		d = p.raw(n, hi)
 	}
 	var out time.Duration
 	switch p.Jitter {
 	case FullJitter:
-		// uniform(src), written out: the call is a tenth of the cost.
-		var u uint64
-		if src == nil {
-			u = rand.Uint64()
-		} else {
-			u = src.Uint64()
-		}
-		out = scale(d, unit(u))
+		out = scaleBits(d, draw(src))
 	case NoJitter:
 		out = d
 	case EqualJitter:
 		half := d / 2
-		out = half + scale(d-half, uniform(src))
+		out = half + scaleBits(d-half, draw(src))
 	case ProportionalJitter:
 		out = fromFloat(float64(d) * (1 + (2*uniform(src)-1)*p.jitterFactor()))
 	case DecorrelatedJitter:
@@ -216,13 +233,13 @@ func (p *Policy) Delay(n int, prev time.Duration, src Source) time.Duration {
 		if top < lo {
 			top = lo
 		}
-		out = lo + scale(top-lo, uniform(src))
+		out = lo + scaleBits(top-lo, draw(src))
 	case CustomJitter:
 		if p.JitterFunc != nil {
 			out = p.JitterFunc(d, src)
 		}
 	default:
-		out = scale(d, uniform(src))
+		out = scaleBits(d, draw(src))
 	}
 	if out < p.Min {
 		out = p.Min
@@ -268,20 +285,17 @@ func (p *Policy) raw(n int, hi time.Duration) time.Duration {
 	return min(raw, hi)
 }
 
-// doubling returns min(base·2^(n−1), hi) for 0 ≤ base and 0 < hi, the
-// common case, exactly and in integers: base·2^k ≤ hi exactly when
-// base ≤ hi>>k, and then the shift cannot overflow. It agrees with
-// math.Ldexp(float64(base), n−1), without the float round trip.
+// doubling returns min(base·2^(n−1), hi) for 0 ≤ base and 0 < hi (n < 1
+// counts as 1), exactly and in integers, for any n: base·2^k ≤ hi exactly
+// when base ≤ hi>>k, and then the shift cannot overflow. It is what
+// math.Ldexp computes, without the float round trip or its rounding of bases
+// above 2^53 ns.
 func doubling(base time.Duration, n int, hi time.Duration) time.Duration {
-	k := uint(n - 1)
-	if n < 1 {
-		k = 0
-	}
-	if k < 63 && base <= hi>>k {
+	if k := uint(n - 1); k < 63 && base <= hi>>k {
 		return base << k
 	}
-	if base == 0 {
-		return 0
+	if n < 1 || base == 0 { // n < 1 made k huge
+		return min(base, hi)
 	}
 	return hi
 }
@@ -298,9 +312,10 @@ func fromFloat(ns float64) time.Duration {
 	return time.Duration(ns)
 }
 
-// scale returns d·u for d ≥ 0 and u in [0, 1). The product is below 2^63
-// (float64(d) is at most 2^63, u at most 1−2^−53), so it converts without a
-// check.
-func scale(d time.Duration, u float64) time.Duration {
-	return time.Duration(float64(d) * u)
+// scaleBits returns ⌊d·u/2^64⌋ for d ≥ 0: d scaled by 64 random bits, in
+// [0, d), exactly and without a float. Full, equal and decorrelated jitter
+// draw with it; u/2^64 is the uniform variable of their formulas.
+func scaleBits(d time.Duration, u uint64) time.Duration {
+	hi, _ := bits.Mul64(uint64(d), u)
+	return time.Duration(hi)
 }

@@ -46,14 +46,15 @@ func (l *lockedSource) Uint64() uint64 {
 // uniform returns a float in [0, 1) from src, or, when src is nil, from the
 // runtime's generator (math/rand/v2's top-level functions): safe for
 // concurrent use, seeded by the runtime, per thread and free of locks.
-func uniform(src Source) float64 {
-	var u uint64
+func uniform(src Source) float64 { return unit(draw(src)) }
+
+// draw returns 64 random bits from src, or from the runtime's generator when
+// src is nil.
+func draw(src Source) uint64 {
 	if src == nil {
-		u = rand.Uint64()
-	} else {
-		u = src.Uint64()
+		return rand.Uint64()
 	}
-	return unit(u)
+	return src.Uint64()
 }
 
 // unit maps 64 random bits to a float in [0, 1), using the top 53.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/internal/sim"
 )
 
@@ -13,7 +14,7 @@ import (
 // first failure; decorrelated draws from [base, min(cap, 3·prev)].
 func TestPostStrategiesFollowThePost(t *testing.T) {
 	t.Parallel()
-	src := rand.NewPCG(1, 2)
+	src := backoff.Locked(rand.NewPCG(1, 2)) // shared by the parallel subtests
 	post := func(n int) time.Duration { return min(ceiling, base<<n) }
 	for _, s := range sim.PostStrategies(base, ceiling) {
 		t.Run(s.Name, func(t *testing.T) {
