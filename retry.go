@@ -56,8 +56,8 @@ func DoAttempt[T any](ctx context.Context, p Policy, op func(context.Context, At
 var ErrRejected = errors.New("value rejected")
 
 // exec runs one execution: every Do function is this loop. reject, when
-// set, turns a successful call into a failure; timed reads the clock for
-// each attempt even when nothing else needs it (for Attempt.Elapsed).
+// set, turns a successful call into a failure; timed hands op its Attempt,
+// reading the clock for each attempt even when nothing else needs it.
 func exec[T any](ctx context.Context, p *Policy, op func(context.Context, Attempt) (T, error), reject func(T) bool, timed bool) (T, error) {
 	var zero T
 	if err := p.check(); err != nil {
@@ -80,7 +80,11 @@ func exec[T any](ctx context.Context, p *Policy, op func(context.Context, Attemp
 		if p.AttemptTimeout > 0 {
 			actx, cancel = context.WithTimeout(opCtx, p.AttemptTimeout)
 		}
-		v, err := op(actx, Attempt{Number: r.attempt + 1, Elapsed: r.callStart.Sub(r.start), LastErr: lastErr})
+		var a Attempt
+		if timed { // only DoAttempt's op reads it
+			a = Attempt{Number: r.attempt + 1, Elapsed: r.callStart.Sub(r.start), LastErr: lastErr}
+		}
+		v, err := op(actx, a)
 		class := Unknown
 		if cancel != nil {
 			// The attempt's own timeout is the policy's, not the caller's:
