@@ -32,10 +32,16 @@ type Config struct {
 
 	// Policy says which errors are retried, how many attempts in all
 	// (MaxAttempts, the first on T included), the delays, and optionally a
-	// Budget counted from x-first-attempt-timestamp and a shared Quota.
+	// Budget counted from x-first-attempt-timestamp and a shared Quota; the
+	// decision after a failure is retry.Policy.Decide, as for retry.Do.
 	// Policy.Clock (nil: the real clock) is the time every due time is
 	// computed and awaited with; Policy.Rand supplies the jitter;
-	// Policy.OnRetry is called before each record is sent to a retry topic.
+	// Policy.AttemptTimeout, when set, bounds each Handler call, and a call
+	// it cuts short is retried. Policy.Observer hears every handled
+	// record's attempt: Succeeded, Retrying once its copy is in a retry
+	// topic, GaveUp (Reason saying why) once it is in the DLQ.
+	// Policy.Logger, when set, logs the same events as retry.Log does, with
+	// the record's topic, partition and offset and where it went.
 	Policy retry.Policy
 	// Tiers, when set, are the fixed delays of the tier topics T-retry-1 …
 	// T-retry-N (see the package doc); each must be positive. Without them
@@ -70,8 +76,9 @@ type Config struct {
 	// Registerer receives the Processor's metrics; nil means they are kept
 	// but not registered.
 	Registerer prometheus.Registerer
-	// Logger logs dead letters and bad headers (Warn), retries (Debug) and
-	// Kafka trouble; nil means Policy.Logger, then slog.Default().
+	// Logger logs bad headers (Warn) and Kafka trouble and, unless
+	// Policy.Logger logs them already, dead letters (Warn) and retries
+	// (Debug); nil means Policy.Logger, then slog.Default().
 	Logger *slog.Logger
 }
 
@@ -115,6 +122,12 @@ func retryTopics(topic string, tiers int) []string {
 		ts[i] = RetryTopic(topic, i+1)
 	}
 	return ts
+}
+
+// tierTopic returns the retry topic, among topics as retryTopics lists
+// them, of a record whose attempt n failed: tier n, or the last tier.
+func tierTopic(topics []string, n int) string {
+	return topics[max(min(n, len(topics)), 1)-1]
 }
 
 func (c *Config) validate() error {

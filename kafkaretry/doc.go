@@ -14,24 +14,28 @@
 //
 // # Attempts and delays
 //
-// Policy.MaxAttempts counts every handling, the first (on T) included. After
-// attempt n fails with an error the Policy retries (the core's
-// classification: retry.Permanent, the Policy's Classifier, an error's own
-// Retryable() or HTTPStatusCode()), the record is produced to a retry topic to
-// be handled again, as attempt n+1, no earlier than
+// Policy.MaxAttempts counts every handling, the first (on T) included. What
+// follows a failed attempt is decided by the core's decision step,
+// retry.Policy.Decide, so a record is retried exactly as retry.Do would retry
+// the same call. After attempt n fails with an error the Policy retries (the
+// core's classification: retry.Permanent, the Policy's Classifier, an
+// error's own Retryable() or HTTPStatusCode()), the record is produced to a
+// retry topic to be handled again, as attempt n+1, no earlier than
 //
 //	now + Policy.Backoff.Delay(n, prev, Policy.Rand)
 //
 // where prev is the previous delay, carried in x-retry-prev-delay-ms so that
 // decorrelated jitter keeps its per-record state across hops. A Retry-After
-// hint on the error (retry.After) lengthens the delay, capped at
-// Backoff.Max. With a Policy.Budget, a retry that would be due later than
-// x-first-attempt-timestamp + Budget goes to the DLQ instead; with a
-// Policy.Quota, each retry takes from it and an empty quota sends the record
-// to the DLQ. A record goes to T-dlq when the error is not retried, when
-// attempt MaxAttempts failed, or when budget or quota say stop; x-dlq-reason
-// says which, in the words of the core's sentinel errors ("attempts
-// exhausted", "error not retryable", …).
+// hint on the error (retry.After) is a floor on the delay, even beyond
+// Backoff.Max; without a Budget it is capped at Policy.MaxRetryAfter
+// (retry.DefaultMaxRetryAfter when 0). With a Policy.Budget, counted from
+// x-first-attempt-timestamp, a retry whose delay plus the expected call time
+// (Policy.CallTime, else this attempt's) would overrun it goes to the DLQ
+// instead; with a Policy.Quota, each retry takes from it and an empty quota
+// sends the record to the DLQ. A record goes to T-dlq when the error is not
+// retried, when attempt MaxAttempts failed, or when budget or quota say
+// stop; x-dlq-reason says which, in the words of the core's sentinel errors
+// ("attempts exhausted", "error not retryable", …).
 //
 // With Config.Tiers = [d1, …, dN], retry n goes to tier k = min(n, N), topic
 // T-retry-k, with the fixed delay dk (no jitter): attempt 1 on T, attempt 2
@@ -106,7 +110,8 @@
 //
 // # Metrics
 //
-// Registered on Config.Registerer, labelled with the main topic:
+// Fed by the events Policy.Observer hears (see Config.Policy), and
+// registered on Config.Registerer, labelled with the main topic:
 // kafkaretry_records_retried_total{retry_topic},
 // kafkaretry_records_dead_lettered_total{reason},
 // kafkaretry_delay_accuracy_seconds (handling time minus x-process-after) and

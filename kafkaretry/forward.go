@@ -43,52 +43,82 @@ func (p *Processor) admit(r *kgo.Record, now time.Time) item {
 
 // handle calls the Handler for it and, when it fails, forwards it to a retry
 // topic or the DLQ and waits until Kafka has it. It returns an error only
-// when ctx ended first: the record is then not done.
+// when ctx ended first: the record is then not done, and nothing hears of
+// the attempt, which will be made again.
 func (p *Processor) handle(ctx context.Context, cl *kgo.Client, it item) error {
 	start := p.clock.Now()
 	if it.observe {
 		p.m.delayAccuracy.Observe(start.Sub(it.st.ProcessAfter).Seconds())
 	}
-	herr := p.cfg.Handler(ctx, it.rec)
-	if herr == nil {
-		if q := p.cfg.Policy.Quota; q != nil {
-			q.Refill()
-		}
-		return nil
-	}
-	if ctx.Err() != nil {
+	herr, class := p.call(ctx, it.rec)
+	if herr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
-
-	st := it.st
-	if st.Attempt == 0 && st.FirstAttempt.IsZero() {
-		st.FirstAttempt = start
+	fwd, e := p.settle(it, herr, class, start)
+	if fwd != nil {
+		if err := p.forward(ctx, cl, fwd); err != nil {
+			return err
+		}
 	}
+	p.observe(ctx, it.rec, fwd, e)
+	return nil
+}
+
+// call runs the Handler on r, within Policy.AttemptTimeout when there is
+// one. An attempt cut short by that timeout is the policy's doing, not the
+// handler's judgement, so it is classed Retry, as retry.Do classes it;
+// otherwise class is Unknown and the Policy classifies the error.
+func (p *Processor) call(ctx context.Context, r *kgo.Record) (herr error, class retry.Decision) {
+	d := p.policy.AttemptTimeout
+	if d <= 0 {
+		return p.cfg.Handler(ctx, r), retry.Unknown
+	}
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	herr = p.cfg.Handler(actx, r)
+	if herr != nil && actx.Err() != nil && ctx.Err() == nil && !retry.IsPermanent(herr) {
+		class = retry.Retry
+	}
+	return herr, class
+}
+
+// settle works out what follows attempt it.st.Attempt+1, begun at start,
+// which returned herr (classed class, see call): nothing after a success,
+// else the copy of the record to forward, to a retry topic or the DLQ, with
+// its new state. e is the attempt's event, to be heard once the copy is
+// safe in Kafka: a forward that fails is no retry.
+func (p *Processor) settle(it item, herr error, class retry.Decision, start time.Time) (fwd *kgo.Record, e retry.Event) {
+	st := it.st
+	e.Attempt = st.Attempt + 1
+	first := st.FirstAttempt
+	if st.Attempt == 0 && first.IsZero() {
+		first = start
+	}
+	if herr == nil {
+		if q := p.policy.Quota; q != nil {
+			q.Refill()
+		}
+		e.Outcome = retry.Succeeded
+		if p.hearsSuccess() {
+			now := p.clock.Now()
+			e.Duration, e.Elapsed = now.Sub(start), now.Sub(first)
+		}
+		return nil, e
+	}
+	st.FirstAttempt = first
 	if st.OriginalTopic == "" {
 		st.OriginalTopic, st.OriginalPartition, st.OriginalOffset = it.rec.Topic, it.rec.Partition, it.rec.Offset
 	}
 	now := p.clock.Now()
-	n := st.Attempt + 1
-	p.describe(&st, herr, n, it.rec.Topic, now)
-	to, reason := p.judge(ctx, &st, herr, n, now, now.Sub(start))
-	if reason != nil {
-		to, st.DLQReason = p.dlq, reason.Error()
-		st.ProcessAfter, st.PrevDelay = time.Time{}, 0
-	}
-	fwd := &kgo.Record{Topic: to, Key: it.rec.Key, Value: it.rec.Value, Headers: withState(it.rec, &st)}
-	if err := p.forward(ctx, cl, fwd); err != nil {
-		return err
-	}
-	attrs := []any{"from", it.rec.Topic, "partition", it.rec.Partition, "offset", it.rec.Offset,
-		"to", to, "attempt", n, "error", herr}
-	if reason != nil {
-		p.m.deadLettered.WithLabelValues(st.DLQReason).Inc()
-		p.log.Warn("kafkaretry: dead-lettered: "+st.DLQReason, attrs...)
+	p.describe(&st, herr, e.Attempt, it.rec.Topic, now)
+	to, v := p.judge(&st, herr, class, e.Attempt, now, now.Sub(start))
+	e.Err, e.Duration, e.Elapsed = herr, now.Sub(start), now.Sub(first)
+	if v.Stop != nil {
+		e.Outcome, e.Reason = retry.GaveUp, v.Stop
 	} else {
-		p.m.retried.WithLabelValues(to).Inc()
-		p.log.Debug("kafkaretry: retrying", append(attrs, "process_after", st.ProcessAfter)...)
+		e.Outcome, e.Delay = retry.Retrying, v.Delay
 	}
-	return nil
+	return &kgo.Record{Topic: to, Key: it.rec.Key, Value: it.rec.Value, Headers: withState(it.rec, &st)}, e
 }
 
 // describe records attempt n's failure in st: the last error, the HTTP
@@ -113,48 +143,31 @@ func (p *Processor) describe(st *State, herr error, n int, topic string, now tim
 	}
 }
 
-// judge decides where attempt n's failure goes, in the order of the core
-// engine: classification, attempts, then the delay checked against budget
-// and quota. For a retry it sets st's due time and previous delay and returns
-// the retry topic; otherwise it returns the reason, one of the core's
-// sentinel errors. call is how long the attempt took.
-func (p *Processor) judge(ctx context.Context, st *State, herr error, n int, now time.Time, call time.Duration) (string, error) {
-	pol := &p.cfg.Policy
-	if pol.Classify(herr) != retry.Retry {
-		return "", retry.ErrNotRetryable
+// judge asks the decision step (retry.Policy.Decide, the same as retry.Do's)
+// where attempt n's failure goes; it has no rules of its own. For a retry
+// it sets st's due time and previous delay and returns the retry topic of
+// attempt n's tier; otherwise it clears them, sets st's DLQ reason and
+// returns the DLQ. call is how long the attempt took.
+func (p *Processor) judge(st *State, herr error, class retry.Decision, n int, now time.Time, call time.Duration) (string, retry.Verdict) {
+	v := p.policy.Decide(&retry.Failure{Err: herr, Class: class, Attempt: n, PrevDelay: st.PrevDelay,
+		Start: st.FirstAttempt, Now: now, Call: call})
+	if v.Stop != nil {
+		st.DLQReason = v.Stop.Error()
+		st.ProcessAfter, st.PrevDelay = time.Time{}, 0
+		return p.dlq, v
 	}
-	if n >= pol.Attempts() {
-		return "", retry.ErrAttemptsExhausted
+	// x-process-after is in whole milliseconds: rounded up, the record is
+	// never handled before its delay is over.
+	st.PrevDelay, st.ProcessAfter = v.PrevDelay, ceilMillis(now.Add(v.Delay))
+	return tierTopic(p.retryTopics, n), v
+}
+
+// ceilMillis rounds t up to a whole millisecond.
+func ceilMillis(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
 	}
-	delay := p.backoff.Delay(n, st.PrevDelay, pol.Rand)
-	prev := delay
-	if hint, ok := retry.RetryAfter(herr); ok && hint > delay {
-		delay = hint
-		if p.backoff.Max > 0 && delay > p.backoff.Max {
-			delay = p.backoff.Max
-		}
-	}
-	elapsed := now.Sub(st.FirstAttempt)
-	if pol.Budget > 0 {
-		if pol.CallTime > 0 {
-			call = pol.CallTime
-		}
-		if elapsed+delay+call > pol.Budget {
-			return "", retry.ErrBudgetExhausted
-		}
-	}
-	if pol.Quota != nil && !pol.Quota.TryTake() {
-		return "", retry.ErrQuotaExhausted
-	}
-	st.PrevDelay, st.ProcessAfter = prev, now.Add(delay)
-	if pol.OnRetry != nil {
-		pol.OnRetry(ctx, retry.Attempt{Name: pol.Name, Number: n, MaxAttempts: pol.Attempts(), Err: herr, Delay: delay, Elapsed: elapsed})
-	}
-	tier := 0
-	if len(p.cfg.Tiers) > 0 {
-		tier = min(n, len(p.cfg.Tiers))
-	}
-	return RetryTopic(p.cfg.Topic, tier), nil
+	return t
 }
 
 // forward produces r and waits for the brokers' acknowledgement, trying again

@@ -1,24 +1,29 @@
 package kafkaretry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/retrykit/retry"
 )
 
 // metrics are one Processor's collectors, labelled with its main topic so
 // that processors of different topics can share a Registerer.
 type metrics struct {
+	retryTopics   []string
 	retried       *prometheus.CounterVec
 	deadLettered  *prometheus.CounterVec
 	delayAccuracy prometheus.Histogram
 	held          prometheus.Gauge
 }
 
-func newMetrics(topic string, reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(topic string, retryTopics []string, reg prometheus.Registerer) (*metrics, error) {
 	labels := prometheus.Labels{"topic": topic}
 	m := &metrics{
+		retryTopics: retryTopics,
 		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "kafkaretry_records_retried_total",
 			Help:        "Records sent to a retry topic, by retry topic.",
@@ -59,6 +64,18 @@ func newMetrics(topic string, reg prometheus.Registerer) (*metrics, error) {
 		return nil, fmt.Errorf("kafkaretry: registering metrics: %w", err)
 	}
 	return m, nil
+}
+
+// Observe counts the records e says were forwarded. The counters are fed
+// from the events Policy.Observer and the logs hear, so that the three
+// never disagree.
+func (m *metrics) Observe(_ context.Context, e retry.Event) {
+	switch e.Outcome {
+	case retry.Retrying:
+		m.retried.WithLabelValues(tierTopic(m.retryTopics, e.Attempt)).Inc()
+	case retry.GaveUp:
+		m.deadLettered.WithLabelValues(e.Reason.Error()).Inc()
+	}
 }
 
 // register registers c, or returns the collector already registered under

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/retrykit/retry"
-	"github.com/retrykit/retry/backoff"
 )
 
 // Processor consumes a main topic and its retry topics, calls the Handler
@@ -19,7 +18,7 @@ import (
 // it with New and start it with Run; see the package doc for the semantics.
 type Processor struct {
 	cfg         Config
-	backoff     backoff.Policy // the delay engine: Policy.Backoff, or the tiers
+	policy      retry.Policy // Config.Policy, with the tiers as its Backoff when there are tiers
 	retryTopics []string
 	dlq         string
 	clock       retry.Clock
@@ -36,7 +35,7 @@ func New(cfg Config) (*Processor, error) {
 	}
 	p := &Processor{
 		cfg:         cfg,
-		backoff:     cfg.Policy.Backoff,
+		policy:      cfg.Policy,
 		retryTopics: retryTopics(cfg.Topic, len(cfg.Tiers)),
 		dlq:         DLQTopic(cfg.Topic),
 		clock:       cfg.Policy.Clock,
@@ -44,7 +43,7 @@ func New(cfg Config) (*Processor, error) {
 		log:         cfg.Logger,
 	}
 	if len(cfg.Tiers) > 0 {
-		p.backoff = tierBackoff(cfg.Tiers)
+		p.policy.Backoff = tierBackoff(cfg.Tiers)
 	}
 	if p.clock == nil {
 		p.clock = realClock{}
@@ -67,7 +66,7 @@ func New(cfg Config) (*Processor, error) {
 	if p.cfg.MaxPollRecords == 0 {
 		p.cfg.MaxPollRecords = DefaultMaxPollRecords
 	}
-	m, err := newMetrics(cfg.Topic, cfg.Registerer)
+	m, err := newMetrics(cfg.Topic, p.retryTopics, cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
