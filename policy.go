@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -242,23 +241,17 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	return errors.Join(errs...)
 }
 
-// writeMs writes ,"name":ms with d in milliseconds, fractional when not whole.
+// writeMs writes ,"name":ms as backoff writes its durations.
 func writeMs(b *bytes.Buffer, name string, d time.Duration) {
 	b.WriteString(`,"` + name + `":`)
-	if d%time.Millisecond == 0 {
-		b.WriteString(strconv.FormatInt(int64(d/time.Millisecond), 10))
-		return
-	}
-	b.WriteString(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64))
+	b.Write(backoff.AppendMillis(nil, d))
 }
 
-// parseMs reads a JSON number of milliseconds, 0 or more, possibly fractional.
+// parseMs reads a JSON number of milliseconds, 0 or more.
 func parseMs(raw json.RawMessage) (time.Duration, error) {
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f < 0 || f > float64(maxMillis) {
+	d, err := backoff.ParseMillis(raw)
+	if err != nil || d < 0 {
 		return 0, errors.New("must be a number of milliseconds, 0 or more")
 	}
-	return time.Duration(math.Round(f * float64(time.Millisecond))), nil
+	return d, nil
 }
-
-const maxMillis = int64(^uint64(0)>>1) / int64(time.Millisecond)

@@ -144,7 +144,7 @@ func TestCancelDuringSleep(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("caller went away")
-	p := retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Hour, Jitter: backoff.NoJitter}}
+	p := retry.Policy{MaxAttempts: 5, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: time.Hour, Max: backoff.None, Jitter: backoff.NoJitter}}
 	calls := 0
 	p.Observer = retry.ObserverFunc(func(context.Context, retry.Event) { go cancel(cause) })
 	start := time.Now()

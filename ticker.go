@@ -34,7 +34,7 @@ type Ticker struct {
 // src (nil means the runtime's generator). A fixed policy with proportional
 // jitter gives "every 30 s ± 10%":
 //
-//	backoff.Policy{Kind: backoff.Fixed, Base: 30 * time.Second, Jitter: backoff.ProportionalJitter}
+//	backoff.Policy{Kind: backoff.Fixed, Base: 30 * time.Second, Max: backoff.None, Jitter: backoff.ProportionalJitter}
 func NewTicker(p backoff.Policy, src backoff.Source) (*Ticker, error) {
 	if err := p.Validate(); err != nil {
 		return nil, errors.Join(errors.New("retry: ticker policy"), err)

@@ -337,3 +337,13 @@ func trimJSONPrefix(err error) string {
 	}
 	return s
 }
+
+// AppendMillis appends d (0 or more) as JSON policies write durations: a
+// decimal number of milliseconds, exact to the nanosecond. Package retry
+// writes its own duration fields with it, so every field reads alike.
+func AppendMillis(b []byte, d time.Duration) []byte { return appendMs(b, max(d, 0)) }
+
+// ParseMillis reads a JSON number of milliseconds as AppendMillis writes it
+// (any JSON number is accepted, exact to the nanosecond); a negative or
+// out-of-range number is an error.
+func ParseMillis(raw []byte) (time.Duration, error) { return parseMs(raw) }

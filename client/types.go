@@ -51,8 +51,8 @@ const (
 
 // Policy is a named retry policy. Settings is the same retry.Policy that
 // drives retry.Do in process; only its data (backoff, delays, jitter,
-// maxAttempts, totalBudgetMs, retryableStatusCodes) travels, not its funcs
-// or hooks. It encodes as the API's RetryPolicy: policyId beside the
+// maxAttempts, totalBudgetMs, callTimeMs, attemptTimeoutMs, maxRetryAfterMs,
+// retryableStatusCodes) travels, not its funcs or hooks. It encodes as the API's RetryPolicy: policyId beside the
 // settings' fields.
 type Policy struct {
 	ID       string

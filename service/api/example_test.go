@@ -48,7 +48,7 @@ func ExampleNew() {
 		fmt.Print(resp.StatusCode, " ", string(b))
 	}
 	// Output:
-	// 201 {"policyId":"webhooks","backoff":"EXPONENTIAL","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":30000,"jitterType":"FULL","jitterFactor":0.1,"maxAttempts":5,"totalBudgetMs":0,"retryableStatusCodes":[408,425,429,500,502,503,504]}
-	// 200 {"policyId":"webhooks","backoff":"EXPONENTIAL","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":30000,"jitterType":"FULL","jitterFactor":0.1,"maxAttempts":5,"totalBudgetMs":0,"retryableStatusCodes":[408,425,429,500,502,503,504]}
+	// 201 {"policyId":"webhooks","backoff":"EXPONENTIAL","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":30000,"jitterType":"FULL","jitterFactor":0.1,"maxAttempts":5,"totalBudgetMs":0,"callTimeMs":0,"attemptTimeoutMs":0,"maxRetryAfterMs":300000,"retryableStatusCodes":[408,425,429,500,502,503,504]}
+	// 200 {"policyId":"webhooks","backoff":"EXPONENTIAL","initialDelayMs":200,"multiplier":2,"incrementMs":200,"minDelayMs":0,"maxDelayMs":30000,"jitterType":"FULL","jitterFactor":0.1,"maxAttempts":5,"totalBudgetMs":0,"callTimeMs":0,"attemptTimeoutMs":0,"maxRetryAfterMs":300000,"retryableStatusCodes":[408,425,429,500,502,503,504]}
 	// 409 {"error":{"code":"conflict","message":"policy \"webhooks\" is registered with other settings; policies are immutable, register a new policyId","field":"policyId"}}
 }

@@ -52,6 +52,9 @@ func (s *server) policyPut(w http.ResponseWriter, r *http.Request, tenant string
 	}
 	p, created, err := s.store.PolicyPut(r.Context(), &store.Policy{Tenant: tenant, ID: id, Spec: spec, CreatedAt: s.now()})
 	if errors.Is(err, store.ErrConflict) {
+		p, err = s.samePolicy(r, tenant, id, spec)
+	}
+	if errors.Is(err, store.ErrConflict) {
 		return errorf(http.StatusConflict, CodeConflict, "policyId",
 			"policy %q is registered with other settings; policies are immutable, register a new policyId", id)
 	}
@@ -65,6 +68,24 @@ func (s *server) policyPut(w http.ResponseWriter, r *http.Request, tenant string
 		status = http.StatusCreated
 	}
 	return s.writePolicy(w, status, p)
+}
+
+// samePolicy returns the stored policy id when its spec, encoded as this
+// retryd encodes policies, is spec: a policy registered by an older retryd,
+// whose encoding had fewer fields, is the same policy. Else ErrConflict.
+func (s *server) samePolicy(r *http.Request, tenant, id string, spec []byte) (*store.Policy, error) {
+	p, err := s.store.PolicyGet(r.Context(), tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	var old retry.Policy
+	if json.Unmarshal(p.Spec, &old) != nil {
+		return nil, store.ErrConflict
+	}
+	if again, err := json.Marshal(old); err != nil || !bytes.Equal(again, spec) {
+		return nil, store.ErrConflict
+	}
+	return p, nil
 }
 
 func (s *server) policyGet(w http.ResponseWriter, r *http.Request, tenant string) error {

@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/store"
 )
 
 func TestPolicyPutDefaultsAndIdempotence(t *testing.T) {
@@ -16,7 +20,8 @@ func TestPolicyPutDefaultsAndIdempotence(t *testing.T) {
 	want := map[string]any{
 		"policyId": "p1", "backoff": "EXPONENTIAL", "initialDelayMs": 100.0, "multiplier": 2.0,
 		"incrementMs": 100.0, "minDelayMs": 0.0, "maxDelayMs": 30000.0, "jitterType": "FULL",
-		"jitterFactor": 0.1, "maxAttempts": 5.0, "totalBudgetMs": 0.0,
+		"jitterFactor": 0.1, "maxAttempts": 5.0, "totalBudgetMs": 0.0, "callTimeMs": 0.0,
+		"attemptTimeoutMs": 0.0, "maxRetryAfterMs": 300000.0,
 		"retryableStatusCodes": []any{408.0, 425.0, 429.0, 500.0, 502.0, 503.0, 504.0},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -145,4 +150,18 @@ func TestPolicyListPages(t *testing.T) {
 	if pages != 3 {
 		t.Errorf("pages = %d, want 3", pages)
 	}
+}
+
+// TestPolicyRegisteredByAnOlderRetryd: an older retryd encoded policies with
+// fewer fields; registering the same settings again is still the same
+// policy, not a conflict.
+func TestPolicyRegisteredByAnOlderRetryd(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{})
+	old := `{"backoff":"EXPONENTIAL","initialDelayMs":100,"multiplier":2,"incrementMs":100,"minDelayMs":0,"maxDelayMs":30000,"jitterType":"FULL","jitterFactor":0.1,"maxAttempts":5,"totalBudgetMs":0,"retryableStatusCodes":[408,425,429,500,502,503,504]}`
+	if _, _, err := e.store.PolicyPut(t.Context(), &store.Policy{Tenant: api.DefaultTenant, ID: "p1", Spec: []byte(old), CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.do(t, "POST", "/retry-policies", `{"policyId":"p1","maxAttempts":5}`).wantStatus(t, http.StatusOK)
+	e.do(t, "POST", "/retry-policies", `{"policyId":"p1","maxAttempts":6}`).wantStatus(t, http.StatusConflict)
 }
