@@ -184,7 +184,13 @@ func IsTransient(err error) bool {
 // attempts outside Do (a durable service, a Kafka retry topic) calls it to
 // classify errors exactly as Do would.
 func (p *Policy) Classify(err error) Decision {
-	if IsPermanent(err) {
+	f := inspect(err)
+	return p.classify(err, &f)
+}
+
+// classify is Classify with err's facts already read.
+func (p *Policy) classify(err error, f *facts) Decision {
+	if f.permanent {
 		return NoRetry
 	}
 	if p.Classifier != nil {
@@ -192,14 +198,11 @@ func (p *Policy) Classify(err error) Decision {
 			return d
 		}
 	}
-	if r, ok := find[interface{ Retryable() bool }](err); ok {
-		if r.Retryable() {
-			return Retry
-		}
-		return NoRetry
+	if f.retryable != Unknown {
+		return f.retryable
 	}
-	if code, ok := StatusCode(err); ok {
-		if p.RetryableStatus(code) {
+	if f.hasStatus {
+		if p.RetryableStatus(f.status) {
 			return Retry
 		}
 		return NoRetry

@@ -71,10 +71,7 @@ func Permanent(err error) error {
 
 // IsPermanent reports whether err, or any error it wraps, was marked with
 // Permanent.
-func IsPermanent(err error) bool {
-	_, ok := find[*permanentError](err)
-	return ok
-}
+func IsPermanent(err error) bool { return inspect(err).permanent }
 
 type permanentError struct{ err error }
 
@@ -103,10 +100,9 @@ func (e *afterError) RetryAfter() time.Duration { return e.d }
 // error with a method RetryAfter() time.Duration. ok is false without one; a
 // negative hint counts as none.
 func RetryAfter(err error) (d time.Duration, ok bool) {
-	if h, found := find[interface{ RetryAfter() time.Duration }](err); found {
-		if d = h.RetryAfter(); d >= 0 {
-			return d, true
-		}
+	f := inspect(err)
+	if f.hasHint && f.hint >= 0 {
+		return f.hint, true
 	}
 	return 0, false
 }
@@ -114,39 +110,6 @@ func RetryAfter(err error) (d time.Duration, ok bool) {
 // StatusCode returns the HTTP status carried by err or anything it wraps: any
 // error with a method HTTPStatusCode() int.
 func StatusCode(err error) (code int, ok bool) {
-	if s, found := find[interface{ HTTPStatusCode() int }](err); found {
-		return s.HTTPStatusCode(), true
-	}
-	return 0, false
-}
-
-// find returns the first error in err's tree that is a T, as errors.As does,
-// but without errors.As's pointer argument, which escapes and so costs an
-// allocation on every failed attempt. An error with an As method is handed to
-// errors.As, which knows how to ask it.
-func find[T any](err error) (T, bool) {
-	var zero T
-	for err != nil {
-		if t, ok := err.(T); ok {
-			return t, true
-		}
-		switch x := err.(type) {
-		case interface{ As(any) bool }:
-			var t T
-			ok := errors.As(err, &t)
-			return t, ok
-		case interface{ Unwrap() error }:
-			err = x.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range x.Unwrap() {
-				if t, ok := find[T](e); ok {
-					return t, true
-				}
-			}
-			return zero, false
-		default:
-			return zero, false
-		}
-	}
-	return zero, false
+	f := inspect(err)
+	return f.status, f.hasStatus
 }

@@ -17,24 +17,41 @@ import (
 // response body) must not be tied to it. Do is safe to call from many
 // goroutines with one Policy.
 func Do(ctx context.Context, p Policy, op func(context.Context) error) error {
-	_, err := exec(ctx, &p, func(ctx context.Context, _ Attempt) (struct{}, error) {
-		return struct{}{}, op(ctx)
-	}, nil, false)
-	return err
+	return exec(ctx, &p, op, nil)
 }
 
 // DoValue is Do for an operation that returns a value: it returns the value
 // of the first successful call, or the zero T and the error Do would return.
 func DoValue[T any](ctx context.Context, p Policy, op func(context.Context) (T, error)) (T, error) {
-	return exec(ctx, &p, func(ctx context.Context, _ Attempt) (T, error) { return op(ctx) }, nil, false)
+	var v T
+	err := exec(ctx, &p, func(ctx context.Context) (err error) {
+		v, err = op(ctx)
+		return err
+	}, nil)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
 }
 
 // DoValueIf is DoValue that also retries a call that succeeds with a value
-// retryIf rejects, as if it had failed with ErrRejected (which every
-// classifier's answer aside is retried). When the policy stops while values
-// are still rejected, DoValueIf returns the last value with the *Error.
+// retryIf rejects, as if it had failed with ErrRejected (which is retried
+// whatever the classifier says). When the policy stops while values are
+// still rejected, DoValueIf returns the last value with the *Error.
 func DoValueIf[T any](ctx context.Context, p Policy, op func(context.Context) (T, error), retryIf func(T) bool) (T, error) {
-	return exec(ctx, &p, func(ctx context.Context, _ Attempt) (T, error) { return op(ctx) }, retryIf, false)
+	var v T
+	err := exec(ctx, &p, func(ctx context.Context) (err error) {
+		if v, err = op(ctx); err == nil && retryIf(v) {
+			return ErrRejected
+		}
+		return err
+	}, nil)
+	if err != nil && !errors.Is(err, ErrRejected) {
+		var zero T
+		return zero, err
+	}
+	return v, err
 }
 
 // Attempt is what an operation run by DoAttempt knows of its execution.
@@ -48,67 +65,108 @@ type Attempt struct {
 // is on, how long the execution has run, and why the previous attempt
 // failed: it receives them as an Attempt.
 func DoAttempt[T any](ctx context.Context, p Policy, op func(context.Context, Attempt) (T, error)) (T, error) {
-	return exec(ctx, &p, op, nil, true)
+	var v T
+	err := exec(ctx, &p, nil, func(ctx context.Context, a Attempt) (err error) {
+		v, err = op(ctx, a)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
 }
 
 // ErrRejected is the error of an attempt whose value DoValueIf's predicate
 // rejected.
 var ErrRejected = errors.New("value rejected")
 
-// exec runs one execution: every Do function is this loop. reject, when
-// set, turns a successful call into a failure; timed hands op its Attempt,
-// reading the clock for each attempt even when nothing else needs it.
-func exec[T any](ctx context.Context, p *Policy, op func(context.Context, Attempt) (T, error), reject func(T) bool, timed bool) (T, error) {
-	var zero T
-	if err := p.check(); err != nil {
-		return zero, err
+// exec runs one execution: every Do function comes here, with op, or with
+// opA (DoAttempt's), which is handed its Attempt and so has the clock read
+// for each attempt even when nothing else needs it. The first attempt of a
+// plain policy (no budget, timeout or observer) takes a path of its own,
+// which does no more than it must: the success path of Do is a handful of
+// nanoseconds, and setting up for retries would double it.
+func exec(ctx context.Context, p *Policy, op func(context.Context) error, opA func(context.Context, Attempt) error) error {
+	// OR-ing durations is negative when one of them is.
+	if opA != nil || p.Budget|p.AttemptTimeout != 0 || p.Observer != nil || p.Logger != nil ||
+		p.MaxAttempts < 0 || p.CallTime|p.MaxRetryAfter < 0 || p.RetryableStatusCodes != nil ||
+		!p.Backoff.Valid() || ctx.Err() != nil {
+		return start(ctx, p, op, opA)
 	}
-	var r run
+	err := op(ctx)
+	if err == nil {
+		if p.Quota != nil {
+			p.Quota.Refill()
+		}
+		return nil
+	}
+	return loop(ctx, p, op, nil, err)
+}
+
+// start begins an execution that needs more than a plain first attempt:
+// the full validation, an ended context, or the loop's set-up.
+func start(ctx context.Context, p *Policy, op func(context.Context) error, opA func(context.Context, Attempt) error) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("retry: invalid policy: %w", err)
+	}
 	if ctx.Err() != nil {
-		return zero, r.stop(ctx, p, ErrCancelled, nil, time.Time{})
+		var r run
+		return r.stop(ctx, p, ErrCancelled, nil, time.Time{})
 	}
-	r.begin(p, timed)
-	opCtx := ctx
+	return loop(ctx, p, op, opA, nil)
+}
+
+// loop runs the attempts of an execution; failed, when not nil, is the
+// error of a first attempt already made.
+func loop(ctx context.Context, p *Policy, op func(context.Context) error, opA func(context.Context, Attempt) error, failed error) error {
+	var r run
+	r.begin(p, opA != nil)
+	opCtx, end := ctx, context.CancelFunc(nil)
 	if p.Budget > 0 {
-		var cancel context.CancelFunc
-		opCtx, cancel = context.WithTimeout(ctx, p.Budget)
-		defer cancel()
+		opCtx, end = context.WithTimeout(ctx, p.Budget)
+		defer end()
 	}
 	var lastErr error
 	for {
-		actx, cancel := opCtx, context.CancelFunc(nil)
-		if p.AttemptTimeout > 0 {
-			actx, cancel = context.WithTimeout(opCtx, p.AttemptTimeout)
-		}
-		var a Attempt
-		if timed { // only DoAttempt's op reads it
-			a = Attempt{Number: r.attempt + 1, Elapsed: r.callStart.Sub(r.start), LastErr: lastErr}
-		}
-		v, err := op(actx, a)
-		class := Unknown
-		if cancel != nil {
-			// The attempt's own timeout is the policy's, not the caller's:
-			// an attempt it cut short is retried.
-			if err != nil && actx.Err() != nil && opCtx.Err() == nil && !IsPermanent(err) {
-				class = Retry
-			}
-			cancel()
-		}
+		err, class := failed, Unknown
 		if err == nil {
-			if reject == nil || !reject(v) {
+			class, err = r.call(opCtx, p, op, opA, lastErr)
+			if err == nil {
 				r.succeeded(ctx, p)
-				return v, nil
+				return nil
 			}
-			err, class = ErrRejected, Retry
 		}
-		lastErr = err
+		if err == ErrRejected {
+			class = Retry
+		}
+		lastErr, failed = err, nil
 		if err = r.failed(ctx, p, err, class); err != nil {
-			if reject == nil {
-				v = zero
-			}
-			return v, err
+			return err
 		}
 	}
+}
+
+// call makes one attempt under opCtx, within the policy's AttemptTimeout.
+// An attempt that timeout cut short is classified Retry: the timeout is the
+// policy's, not the caller's.
+func (r *run) call(opCtx context.Context, p *Policy, op func(context.Context) error, opA func(context.Context, Attempt) error, lastErr error) (Decision, error) {
+	actx := opCtx
+	if p.AttemptTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(opCtx, p.AttemptTimeout)
+		defer cancel()
+	}
+	var err error
+	if opA != nil {
+		err = opA(actx, Attempt{Number: r.attempt + 1, Elapsed: r.callStart.Sub(r.start), LastErr: lastErr})
+	} else {
+		err = op(actx)
+	}
+	if err != nil && actx != opCtx && actx.Err() != nil && opCtx.Err() == nil && !IsPermanent(err) {
+		return Retry, err
+	}
+	return Unknown, err
 }
 
 // run is the state of one execution: it lives on the caller's stack, so a
@@ -128,9 +186,13 @@ type run struct {
 func (r *run) begin(p *Policy, timed bool) {
 	r.timed = timed || p.Budget > 0 || p.Observer != nil || p.Logger != nil
 	if r.timed {
-		r.start = clock(p).Now()
-		r.callStart = r.start
+		r.startClock(p)
 	}
+}
+
+func (r *run) startClock(p *Policy) {
+	r.start = clock(p).Now()
+	r.callStart = r.start
 }
 
 // clock returns the policy's clock. It is looked up on each use rather than
@@ -144,6 +206,14 @@ func clock(p *Policy) Clock {
 
 func (r *run) succeeded(ctx context.Context, p *Policy) {
 	r.attempt++
+	if p.Quota != nil || r.timed {
+		r.settle(ctx, p)
+	}
+}
+
+// settle is what a success costs beyond counting it, kept apart so that
+// succeeded stays small enough to be inlined.
+func (r *run) settle(ctx context.Context, p *Policy) {
 	if p.Quota != nil {
 		p.Quota.Refill()
 	}
@@ -176,8 +246,12 @@ func (r *run) failed(ctx context.Context, p *Policy, err error, class Decision) 
 	if ctx.Err() != nil {
 		return r.stop(ctx, p, ErrCancelled, err, now)
 	}
-	f := Failure{Err: err, Class: class, Attempt: r.attempt, PrevDelay: r.prev,
-		Start: r.start, Now: now, Call: now.Sub(r.callStart)}
+	f := Failure{Err: err, Class: class, Attempt: r.attempt, PrevDelay: r.prev}
+	if r.timed || hasDeadline {
+		// Time arithmetic is a good part of what a retry costs; without a
+		// budget or a deadline nothing reads these.
+		f.Start, f.Now, f.Call = r.start, now, now.Sub(r.callStart)
+	}
 	if hasDeadline {
 		f.Deadline = deadline
 	}
@@ -192,7 +266,9 @@ func (r *run) failed(ctx context.Context, p *Policy, err error, class Decision) 
 	if serr := clock(p).Sleep(ctx, v.Delay); serr != nil {
 		return r.stop(ctx, p, ErrCancelled, err, now)
 	}
-	r.callStart = now.Add(v.Delay)
+	if r.timed {
+		r.callStart = now.Add(v.Delay)
+	}
 	return nil
 }
 
@@ -225,11 +301,3 @@ func (r *run) observe(ctx context.Context, p *Policy, e Event, now time.Time) {
 	}
 }
 
-// check is Validate on the path every execution takes: a few comparisons
-// when the policy is valid, the full report when it is not.
-func (p *Policy) check() error {
-	if err := p.Validate(); err != nil {
-		return fmt.Errorf("retry: invalid policy: %w", err)
-	}
-	return nil
-}

@@ -78,9 +78,10 @@ func (p *Policy) Decide(f *Failure) Verdict {
 	if p.Budget > 0 && f.Now.Sub(f.Start) >= p.Budget {
 		return Verdict{Stop: ErrBudgetExhausted, PrevDelay: f.PrevDelay}
 	}
+	fx := inspect(f.Err)
 	class := f.Class
 	if class == Unknown {
-		class = p.Classify(f.Err)
+		class = p.classify(f.Err, &fx)
 	}
 	if class != Retry {
 		return Verdict{Stop: ErrNotRetryable, PrevDelay: f.PrevDelay}
@@ -95,7 +96,7 @@ func (p *Policy) Decide(f *Failure) Verdict {
 			v.Delay = d
 		}
 	}
-	if hint, ok := RetryAfter(f.Err); ok && hint > v.Delay {
+	if hint := fx.hint; fx.hasHint && hint > v.Delay {
 		if p.Budget == 0 {
 			hint = min(hint, max(p.maxRetryAfter(), v.Delay))
 		}

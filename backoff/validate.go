@@ -82,6 +82,21 @@ func (p *Policy) Validate() error {
 	return errors.Join(p.problems(0)...)
 }
 
+// Valid reports whether Validate would return nil, without building its
+// report. For a policy without funcs it is a few comparisons: retry.Do
+// validates its policy on every call, so this is on its success path.
+func (p *Policy) Valid() bool {
+	// A NaN fails every comparison here, and goes to the full check.
+	if uint(p.Kind) <= uint(Fixed) && uint(p.Jitter) <= uint(ProportionalJitter) &&
+		(p.Jitter != DecorrelatedJitter || p.base() > 0) &&
+		(p.Multiplier == 0 || p.Multiplier >= 1 && p.Multiplier <= math.MaxFloat64) &&
+		(p.JitterFactor == 0 || p.JitterFactor > 0 && p.JitterFactor <= 1) &&
+		(p.Min == 0 || p.Min > 0 && p.Min <= p.limit()) {
+		return true
+	}
+	return p.problems(0) == nil
+}
+
 // problems lists p's problems, leaving out those of the fields in skip and the
 // checks that involve them.
 func (p *Policy) problems(skip fieldSet) []error {
