@@ -300,4 +300,3 @@ func (r *run) observe(ctx context.Context, p *Policy, e Event, now time.Time) {
 		p.Observer.Observe(ctx, e)
 	}
 }
-
