@@ -90,7 +90,7 @@ var ErrRejected = errors.New("value rejected")
 func exec(ctx context.Context, p *Policy, op func(context.Context) error, opA func(context.Context, Attempt) error) error {
 	// OR-ing durations is negative when one of them is.
 	if opA != nil || p.Budget|p.AttemptTimeout != 0 || p.Observer != nil || p.Logger != nil ||
-		p.MaxAttempts < 0 || p.CallTime|p.MaxRetryAfter < 0 || p.RetryableStatusCodes != nil ||
+		int64(p.MaxAttempts)|int64(p.CallTime|p.MaxRetryAfter) < 0 || p.RetryableStatusCodes != nil ||
 		!p.Backoff.Valid() || ctx.Err() != nil {
 		return start(ctx, p, op, opA)
 	}

@@ -83,9 +83,20 @@ func (p *Policy) Validate() error {
 }
 
 // Valid reports whether Validate would return nil, without building its
-// report. For a policy without funcs it is a few comparisons: retry.Do
+// report: for the policies most programs use, one comparison. retry.Do
 // validates its policy on every call, so this is on its success path.
 func (p *Policy) Valid() bool {
+	// With these fields zero nothing else can be wrong (-0.0 is not zero
+	// here, and goes the long way).
+	if uint64(p.Kind)|uint64(p.Jitter)|uint64(p.Min)|math.Float64bits(p.Multiplier)|math.Float64bits(p.JitterFactor) == 0 {
+		return true
+	}
+	return p.valid()
+}
+
+// valid is Valid for the other policies: a few comparisons when p has no
+// funcs, the full check when it has.
+func (p *Policy) valid() bool {
 	// A NaN fails every comparison here, and goes to the full check.
 	if uint(p.Kind) <= uint(Fixed) && uint(p.Jitter) <= uint(ProportionalJitter) &&
 		(p.Jitter != DecorrelatedJitter || p.base() > 0) &&
