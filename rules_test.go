@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +139,24 @@ func TestDelayerChoosesTheWait(t *testing.T) {
 	if fmt.Sprint(clock.Sleeps()) != "[7s 9s]" {
 		t.Errorf("sleeps %v, want [7s 9s]", clock.Sleeps())
 	}
+}
+
+// TestSharedSeededSource: one seeded generator shared by every execution of
+// a shared policy is a data race unless it is locked (run with -race).
+func TestSharedSeededSource(t *testing.T) {
+	t.Parallel()
+	p := retry.Policy{MaxAttempts: 3, Rand: backoff.Locked(rand.NewPCG(1, 2)),
+		Backoff: backoff.Policy{Base: time.Nanosecond}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				op, _ := failing(2, errFlaky)
+				if err := retry.Do(context.Background(), p, op); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -58,6 +58,6 @@
 // AttemptTimeout applies to unary calls only: a stream may rightly live for
 // hours, and a deadline on each attempt would end it.
 //
-// Hooks and logs are the Policy's (OnRetry, Logger); Policy.Name, when empty,
+// Hooks and logs are the Policy's (Observer, Logger); Policy.Name, when empty,
 // becomes the full method name ("/pkg.Service/Method").
 package retrygrpc

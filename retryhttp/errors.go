@@ -10,7 +10,7 @@ import (
 
 // StatusError is what an attempt that got a retryable status (one of the
 // Policy's RetryableStatusCodes) reports to the retry engine, so
-// Policy.OnRetry, Policy.Classifier and Policy.Logger see it; find it with
+// Policy.Observer, Policy.Classifier and Policy.Logger see it; find it with
 // errors.As. It never reaches the caller when retries stop on such a status:
 // RoundTrip then returns the response itself with a nil error. The caller
 // sees it only inside the error of a request cancelled during a wait.

@@ -86,7 +86,7 @@ func DefaultMethods() []string {
 // drained (up to MaxDrain bytes) and closed, so its connection is reused.
 //
 // The request's context ends everything at once, a wait included. Each
-// attempt is visible through the Policy's OnRetry hook and Logger; the
+// attempt is visible through the Policy's Observer and Logger; the
 // Logger's records carry the method and the URL (password redacted).
 //
 // A Transport is safe for concurrent use; do not change its fields once it
