@@ -1,16 +1,10 @@
 package kafkaretry_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"flag"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/kafkaretry"
@@ -100,48 +94,3 @@ func TestReplay(t *testing.T) {
 		t.Errorf("%d calls in all, want 6: each record once dead-lettered and once replayed", got)
 	}
 }
-
-func TestReplayCommand(t *testing.T) {
-	t.Parallel()
-	e := setup(t, 1)
-	e.run(t, kafkaretry.Config{Handler: func(context.Context, *kgo.Record) error { return retry.Permanent(errFlaky) }})
-	e.produce(t, rec("a", 0), rec("b", 0))
-	waitFor(t, "two DLQ records", func() bool { return len(e.records(t, kafkaretry.DLQTopic(topic))) == 2 })
-	brokers := strings.Join(e.c.ListenAddrs(), ",")
-
-	tests := []struct {
-		name    string
-		args    []string
-		want    string
-		wantErr error
-	}{
-		{name: "dry run", args: []string{"-brokers", brokers, "-topic", topic, "-dry-run", "-since", "1h"},
-			want: "would replay 2 of 2 records from orders-dlq to orders\n"},
-		{name: "type filter", args: []string{"-brokers", brokers, "-topic", topic, "-to", "retry", "-tiers", "2", "-error-type", "nope", "-until", time.Now().Add(time.Hour).Format(time.RFC3339)},
-			want: "replayed 0 of 2 records from orders-dlq to orders-retry-1\n"},
-		{name: "help", args: []string{"-h"}, wantErr: flag.ErrHelp},
-		{name: "no topic", args: []string{"-brokers", brokers}, wantErr: errAny},
-		{name: "bad target", args: []string{"-topic", topic, "-to", "dlq"}, wantErr: errAny},
-		{name: "bad time", args: []string{"-topic", topic, "-since", "yesterday"}, wantErr: errAny},
-		{name: "stray argument", args: []string{"-topic", topic, "now"}, wantErr: errAny},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var out bytes.Buffer
-			err := kafkaretry.ReplayCommand(t.Context(), tt.args, &out)
-			switch {
-			case tt.wantErr == nil && err != nil:
-				t.Fatalf("error %v", err)
-			case tt.wantErr == errAny && err == nil, tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
-				t.Fatalf("error %v, want %v", err, tt.wantErr)
-			}
-			if tt.want != "" && out.String() != tt.want {
-				t.Errorf("printed %q, want %q", out.String(), tt.want)
-			}
-		})
-	}
-}
-
-// errAny stands for "some error" in a table.
-var errAny = errors.New("any error")

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/retrykit/retry/client"
-	"github.com/retrykit/retry/kafkaretry"
 )
 
 // DefaultURL is where retryctl finds retryd when neither --url nor
@@ -92,7 +91,7 @@ func commands() []command {
 // kafkaReplay republishes a Kafka dead-letter topic; it talks to the
 // brokers, not to retryd, so the global flags do not apply.
 func kafkaReplay(ctx context.Context, args []string, env Env) int {
-	err := kafkaretry.ReplayCommand(ctx, args, env.Stdout)
+	err := kafkaReplayCommand(ctx, args, env.Stdout)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return ExitOK

@@ -309,8 +309,7 @@ func TestEnvironmentAndFlags(t *testing.T) {
 	}
 }
 
-// TestKafkaReplayCommand checks that retryctl hands "kafka replay" to
-// kafkaretry: its usage on -h, and its refusal without a topic.
+// TestKafkaReplayCommand checks "kafka replay -h" and its refusal without a topic.
 func TestKafkaReplayCommand(t *testing.T) {
 	t.Parallel()
 	var out, errOut strings.Builder

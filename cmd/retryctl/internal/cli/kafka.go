@@ -1,4 +1,4 @@
-package kafkaretry
+package cli
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/retrykit/retry/kafkaretry"
 )
 
-// ReplayCommand runs the command line "retryctl kafka replay [flags]": it
+// kafkaReplayCommand runs "retryctl kafka replay [flags]": it
 // parses args (the flags, without the command's name), connects to the
 // brokers, calls Replay and writes one line about what it did to out. -h
 // prints the flags to out and returns flag.ErrHelp. Flags:
@@ -25,7 +27,7 @@ import (
 //	-error-type TYPE       only records whose x-last-error-type is TYPE
 //	-dry-run               count, do not produce
 //	-timeout D             give up after D (default 1m)
-func ReplayCommand(ctx context.Context, args []string, out io.Writer) error {
+func kafkaReplayCommand(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("retryctl kafka replay", flag.ContinueOnError)
 	fs.SetOutput(out)
 	brokers := fs.String("brokers", "localhost:9092", "seed brokers, comma-separated")
@@ -33,7 +35,7 @@ func ReplayCommand(ctx context.Context, args []string, out io.Writer) error {
 	since := fs.String("since", "", "replay records dead-lettered at or after this time (RFC 3339, or a duration ago)")
 	until := fs.String("until", "", "replay records dead-lettered before this time (RFC 3339, or a duration ago)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	var opts ReplayOptions
+	var opts kafkaretry.ReplayOptions
 	fs.StringVar(&opts.Topic, "topic", "", "the main topic T; records are read from T-dlq (required)")
 	fs.IntVar(&opts.Tiers, "tiers", 0, "the consumer's number of retry tiers, to name the first retry topic")
 	fs.StringVar(&opts.ErrorType, "error-type", "", "only records whose x-last-error-type is this")
@@ -49,18 +51,18 @@ func ReplayCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	switch *to {
 	case "main":
-		opts.Target = ToMain
+		opts.Target = kafkaretry.ToMain
 	case "retry":
-		opts.Target = ToRetry
+		opts.Target = kafkaretry.ToRetry
 	default:
 		return fmt.Errorf("kafka replay: -to %q: want main or retry", *to)
 	}
 	now := time.Now()
 	var err error
-	if opts.Since, err = parseWhen(*since, now); err != nil {
+	if opts.Since, err = parseAgo(*since, now); err != nil {
 		return fmt.Errorf("kafka replay: -since: %w", err)
 	}
-	if opts.Until, err = parseWhen(*until, now); err != nil {
+	if opts.Until, err = parseAgo(*until, now); err != nil {
 		return fmt.Errorf("kafka replay: -until: %w", err)
 	}
 
@@ -71,18 +73,18 @@ func ReplayCommand(ctx context.Context, args []string, out io.Writer) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := Replay(ctx, cl, opts)
+	res, err := kafkaretry.Replay(ctx, cl, opts)
 	verb := "replayed"
 	if opts.DryRun {
 		verb = "would replay"
 	}
-	fmt.Fprintf(out, "%s %d of %d records from %s to %s\n", verb, res.Replayed, res.Scanned, DLQTopic(opts.Topic), res.To)
+	fmt.Fprintf(out, "%s %d of %d records from %s to %s\n", verb, res.Replayed, res.Scanned, kafkaretry.DLQTopic(opts.Topic), res.To)
 	return err
 }
 
-// parseWhen reads a time as RFC 3339, or as a duration before now; "" is the
+// parseAgo reads a time as RFC 3339, or as a duration before now; "" is the
 // zero time.
-func parseWhen(s string, now time.Time) (time.Time, error) {
+func parseAgo(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
