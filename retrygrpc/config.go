@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -151,5 +150,5 @@ func withIdempotencyKey(ctx context.Context) context.Context {
 	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md[IdempotencyKeyMetadata]) > 0 {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, IdempotencyKeyMetadata, uuid.NewString())
+	return metadata.AppendToOutgoingContext(ctx, IdempotencyKeyMetadata, retry.NewIdempotencyKey())
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
@@ -134,7 +133,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A RoundTripper must not modify its request, so the key goes on a
 		// clone, made once per request: every attempt reuses it.
 		req = req.Clone(req.Context())
-		req.Header.Set(IdempotencyKeyHeader, uuid.NewString())
+		req.Header.Set(IdempotencyKeyHeader, retry.NewIdempotencyKey())
 	}
 	c := &call{t: t, req: req, base: t.Base}
 	if c.base == nil {
