@@ -1,10 +1,21 @@
 // Package metrics holds retryd's Prometheus collectors and its health
 // endpoints. Each Metrics has its own registry, so two retryd instances in
-// one process (tests do this) never share counters.
+// one process (tests do this) never share counters. Attempts are counted
+// from the scheduler's events: Metrics is a retry.Observer.
+//
+// The collectors:
+//
+//	retry_attempts_total{outcome, policy}          attempts, by outcome (below) and policy ID
+//	retry_attempt_duration_seconds{outcome}        how long each attempt took, by outcome
+//	retry_dispatch_lag_seconds                     start of an attempt minus its due time
+//	retry_task_age_seconds{status}                 creation to terminal state, by that state
+//	retry_dead_lettered_total{status}              tasks that became EXHAUSTED or FAILED
+//	retry_tasks{status}, retry_dead_letters        the store's counts, read on each scrape
 package metrics
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -13,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -22,9 +34,12 @@ type Counter interface {
 	TaskCounts(ctx context.Context) (map[store.Status]int64, error)
 }
 
-// Outcome labels of retry_attempts_total: the task's state after the
-// attempt, or lease_lost when the attempt's result was discarded because
-// another worker had taken the task over.
+// Outcome labels of retry_attempts_total and retry_attempt_duration_seconds:
+// the task's state after the attempt, as its retry.Event tells it
+// (Succeeded; Retrying; GaveUp, failed when the reason is
+// retry.ErrNotRetryable, exhausted otherwise), or lease_lost when the
+// attempt's result was discarded because another worker had taken the task
+// over.
 const (
 	OutcomeSucceeded = "succeeded"
 	OutcomeRetry     = "retry"
@@ -39,6 +54,8 @@ const (
 type Metrics struct {
 	reg         *prometheus.Registry
 	attempts    *prometheus.CounterVec
+	durations   *prometheus.HistogramVec
+	durationBy  [len(attemptOutcomes)]prometheus.Observer // durations' series, by attemptOutcomes' index
 	taskAge     *prometheus.HistogramVec
 	lag         prometheus.Histogram
 	deadLetters *prometheus.CounterVec
@@ -57,6 +74,11 @@ func New(counts Counter, log *slog.Logger) *Metrics {
 			Name: "retry_attempts_total",
 			Help: "Attempts made, by outcome (the task's state after the attempt) and policy.",
 		}, []string{"outcome", "policy"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "retry_attempt_duration_seconds",
+			Help:    "Time an attempt took, from sending the request to its answer or error, by outcome.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"outcome"}),
 		taskAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "retry_task_age_seconds",
 			Help:    "Time from a task's creation to its terminal state, by that state.",
@@ -72,7 +94,10 @@ func New(counts Counter, log *slog.Logger) *Metrics {
 			Help: "Tasks that became dead letters (EXHAUSTED or FAILED), by that state.",
 		}, []string{"status"}),
 	}
-	m.reg.MustRegister(m.attempts, m.taskAge, m.lag, m.deadLetters,
+	for i, o := range attemptOutcomes {
+		m.durationBy[i] = m.durations.WithLabelValues(o)
+	}
+	m.reg.MustRegister(m.attempts, m.durations, m.taskAge, m.lag, m.deadLetters,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if counts != nil {
 		m.reg.MustRegister(&statusCollector{counts: counts, log: log})
@@ -97,13 +122,42 @@ func (m *Metrics) Lag(d time.Duration) {
 	m.lag.Observe(max(d, 0).Seconds())
 }
 
-// Attempt counts one attempt by outcome (one of the Outcome… constants) and
-// policy ID.
-func (m *Metrics) Attempt(outcome, policy string) {
+// Observe counts the attempt e ended, by outcome (see the Outcome…
+// constants) and policy ID (e.Name), and records its duration. Metrics is
+// the scheduler's retry.Observer.
+func (m *Metrics) Observe(_ context.Context, e retry.Event) {
 	if m == nil {
 		return
 	}
-	m.attempts.WithLabelValues(outcome, policy).Inc()
+	i := outcomeIndex(&e)
+	m.attempts.WithLabelValues(attemptOutcomes[i], e.Name).Inc()
+	m.durationBy[i].Observe(max(e.Duration, 0).Seconds())
+}
+
+// attemptOutcomes are the labels an attempt's event is counted under.
+var attemptOutcomes = [...]string{OutcomeSucceeded, OutcomeRetry, OutcomeExhausted, OutcomeFailed}
+
+// outcomeIndex names e's outcome as retry_attempts_total always has: its
+// index in attemptOutcomes.
+func outcomeIndex(e *retry.Event) int {
+	switch {
+	case e.Outcome == retry.Succeeded:
+		return 0
+	case e.Outcome == retry.Retrying:
+		return 1
+	case errors.Is(e.Reason, retry.ErrNotRetryable):
+		return 3
+	}
+	return 2
+}
+
+// LeaseLost counts an attempt of policy whose outcome was dropped because
+// its lease had run out and another worker had taken the task over.
+func (m *Metrics) LeaseLost(policy string) {
+	if m == nil {
+		return
+	}
+	m.attempts.WithLabelValues(OutcomeLeaseLost, policy).Inc()
 }
 
 // Terminal records a task that reached a terminal state: its age, and for

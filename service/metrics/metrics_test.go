@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/store"
 )
@@ -31,9 +33,10 @@ func scrape(t *testing.T, h http.Handler) string {
 func TestMetricsRecords(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(nil, nil)
-	m.Attempt(metrics.OutcomeRetry, "p1")
-	m.Attempt(metrics.OutcomeRetry, "p1")
-	m.Attempt(metrics.OutcomeSucceeded, "p1")
+	ctx := context.Background()
+	m.Observe(ctx, retry.Event{Outcome: retry.Retrying, Name: "p1", Attempt: 1, Duration: 3 * time.Millisecond})
+	m.Observe(ctx, retry.Event{Outcome: retry.Retrying, Name: "p1", Attempt: 2, Duration: 2 * time.Second})
+	m.Observe(ctx, retry.Event{Outcome: retry.Succeeded, Name: "p1", Attempt: 3, Duration: 4 * time.Millisecond})
 	m.Lag(3 * time.Millisecond)
 	m.Lag(-time.Second)
 	m.Terminal(store.Succeeded, 2*time.Second)
@@ -42,6 +45,10 @@ func TestMetricsRecords(t *testing.T) {
 	for _, want := range []string{
 		`retry_attempts_total{outcome="retry",policy="p1"} 2`,
 		`retry_attempts_total{outcome="succeeded",policy="p1"} 1`,
+		`retry_attempt_duration_seconds_count{outcome="retry"} 2`,
+		`retry_attempt_duration_seconds_bucket{outcome="retry",le="0.005"} 1`,
+		`retry_attempt_duration_seconds_bucket{outcome="retry",le="2.5"} 2`,
+		`retry_attempt_duration_seconds_count{outcome="succeeded"} 1`,
 		`retry_dispatch_lag_seconds_count 2`,
 		`retry_dispatch_lag_seconds_bucket{le="0.0005"} 1`,
 		`retry_dispatch_lag_seconds_bucket{le="0.005"} 2`,
@@ -59,10 +66,52 @@ func TestMetricsRecords(t *testing.T) {
 	}
 }
 
+// TestObserveLabels: every event is counted under the label
+// retry_attempts_total has always had for the task's state after it, so
+// that dashboards read the same series.
+func TestObserveLabels(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(nil, nil)
+	ctx := context.Background()
+	for _, e := range []retry.Event{
+		{Outcome: retry.Succeeded, Name: "a", Attempt: 1},
+		{Outcome: retry.Retrying, Name: "a", Attempt: 1, Delay: time.Second},
+		{Outcome: retry.GaveUp, Name: "a", Attempt: 3, Reason: retry.ErrAttemptsExhausted},
+		{Outcome: retry.GaveUp, Name: "a", Attempt: 2, Reason: retry.ErrBudgetExhausted},
+		{Outcome: retry.GaveUp, Name: "b", Attempt: 1, Reason: retry.ErrNotRetryable},
+		{Outcome: retry.GaveUp, Name: "b", Attempt: 1, Reason: retry.ErrQuotaExhausted},
+	} {
+		m.Observe(ctx, e)
+	}
+	m.LeaseLost("b")
+	got := scrape(t, m.Handler())
+	for _, want := range []string{
+		`retry_attempts_total{outcome="succeeded",policy="a"} 1`,
+		`retry_attempts_total{outcome="retry",policy="a"} 1`,
+		`retry_attempts_total{outcome="exhausted",policy="a"} 2`,
+		`retry_attempts_total{outcome="failed",policy="b"} 1`,
+		`retry_attempts_total{outcome="exhausted",policy="b"} 1`,
+		`retry_attempts_total{outcome="lease_lost",policy="b"} 1`,
+		`retry_attempt_duration_seconds_count{outcome="exhausted"} 3`,
+		`retry_attempt_duration_seconds_count{outcome="failed"} 1`,
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	if strings.Contains(got, `retry_attempt_duration_seconds_count{outcome="lease_lost"}`) {
+		t.Errorf("a lost lease timed as an attempt")
+	}
+	if n := strings.Count(got, "retry_attempts_total{"); n != 6 {
+		t.Errorf("%d retry_attempts_total series, want 6:\n%s", n, got)
+	}
+}
+
 func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	var m *metrics.Metrics
-	m.Attempt(metrics.OutcomeFailed, "p")
+	m.Observe(context.Background(), retry.Event{Outcome: retry.GaveUp, Reason: retry.ErrNotRetryable})
+	m.LeaseLost("p")
 	m.Lag(time.Second)
 	m.Terminal(store.Failed, time.Second)
 }

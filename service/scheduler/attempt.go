@@ -44,11 +44,13 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 	}
 	res := s.send(ctx, t, p.AttemptTimeout)
 	now := time.Now()
+	b := finished{task: t, cause: res.Err, maxAttempts: p.Attempts()}
 	if ctx.Err() != nil && errors.Is(res.Err, context.Canceled) {
-		s.queue(t, release(t, &res, now))
-		return
+		b.f = release(t, &res, now)
+	} else {
+		b.f, b.stop = decide(t, p, &res, now, s.cfg.Rand)
 	}
-	s.queue(t, Decide(t, p, &res, now, s.cfg.Rand))
+	s.commits <- b
 }
 
 // send makes t's attempt. A policy's AttemptTimeout shortens the
@@ -69,14 +71,22 @@ func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Durati
 	})
 }
 
-// finished is an outcome waiting for its group commit.
+// finished is an outcome waiting for its group commit, with what the
+// attempt's event needs beyond the store's finish.
 type finished struct {
 	f    store.Finish
 	task *store.Task
+	// stop is why an attempt's task stops, from the decision step:
+	// retry.ErrNotRetryable (FAILED), retry.ErrAttemptsExhausted,
+	// retry.ErrBudgetExhausted… (EXHAUSTED); nil otherwise.
+	stop        error
+	cause       error // the transport's error, when no response came
+	maxAttempts int   // the policy's Attempts(); 0 when no policy was at hand
 }
 
-// queue hands f to the committer. The channel is bounded, so a slow store
-// slows the workers down instead of piling outcomes up in memory.
+// queue hands f, a finish without an attempt's details, to the committer.
+// The channel is bounded, so a slow store slows the workers down instead of
+// piling outcomes up in memory.
 func (s *Scheduler) queue(t *store.Task, f store.Finish) {
 	s.commits <- finished{f: f, task: t}
 }

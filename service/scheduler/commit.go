@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/retrykit/retry/service/metrics"
+	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -94,7 +94,7 @@ func (s *Scheduler) record(ctx context.Context, batch []finished, fs []store.Fin
 	}
 	s.mu.Unlock()
 	for i, b := range batch {
-		s.observe(b, errs[i])
+		s.observe(ctx, b, errs[i])
 	}
 }
 
@@ -107,41 +107,97 @@ func pendingAt(f store.Finish) time.Time {
 	return f.NextAttemptAt
 }
 
-func (s *Scheduler) observe(b finished, err error) {
-	policy := b.task.PolicyID
+// observe tells the recorder, the observer and the debug log about one
+// outcome the store answered err to.
+func (s *Scheduler) observe(ctx context.Context, b finished, err error) {
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		// Fencing at work: our lease ran out and another worker took the
 		// task over; its outcome, not ours, counts.
 		s.log.Warn("scheduler: lease lost; outcome dropped", "task", b.f.TaskID, "attempt", b.task.AttemptNumber)
-		s.rec.Attempt(metrics.OutcomeLeaseLost, policy)
+		s.rec.LeaseLost(b.task.PolicyID)
 		return
 	case err != nil:
 		s.log.Error("scheduler: outcome refused by the store", "task", b.f.TaskID, "error", err)
 		return
 	}
-	if b.f.Attempt.AttemptNumber > 0 {
-		s.rec.Attempt(outcomeLabel(b.f.Status), policy)
-	}
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.LogAttrs(context.Background(), slog.LevelDebug, "attempt recorded",
-			slog.String("task", b.f.TaskID), slog.Int("attempt", b.task.AttemptNumber),
-			slog.String("status", string(b.f.Status)), slog.Int("response_status", b.f.LastStatus),
-			slog.String("error", b.f.Attempt.ErrorMessage))
+	debug := s.log.Enabled(ctx, slog.LevelDebug)
+	switch {
+	case b.f.Attempt.AttemptNumber == 0:
+		// A finish without an attempt (the policy forbade it, or was
+		// unusable) is no attempt's end: it has no event.
+		if debug {
+			s.log.LogAttrs(ctx, slog.LevelDebug, "scheduler: task finished without an attempt",
+				slog.String("task", b.f.TaskID), slog.String("status", string(b.f.Status)),
+				slog.String("error", b.f.LastError))
+		}
+	case s.obs != nil || debug:
+		e := event(b)
+		if s.obs != nil {
+			s.obs.Observe(ctx, e)
+		}
+		if debug {
+			retry.Log(s.log.With(slog.String("task", b.f.TaskID))).Observe(ctx, e)
+		}
 	}
 	if b.f.Status.Terminal() {
 		s.rec.Terminal(b.f.Status, b.f.Now.Sub(b.task.CreatedAt))
 	}
 }
 
-func outcomeLabel(st store.Status) string {
-	switch st {
-	case store.Succeeded:
-		return metrics.OutcomeSucceeded
-	case store.Exhausted:
-		return metrics.OutcomeExhausted
-	case store.Failed:
-		return metrics.OutcomeFailed
+// event is the end of b's attempt in retry's terms: SUCCEEDED is Succeeded,
+// PENDING Retrying, EXHAUSTED and FAILED GaveUp for the decision step's
+// reason. Elapsed counts from the start of the task's budget (its creation
+// or last redrive).
+func event(b finished) retry.Event {
+	a := &b.f.Attempt
+	e := retry.Event{
+		Name:        b.task.PolicyID,
+		Attempt:     a.AttemptNumber,
+		MaxAttempts: b.maxAttempts,
+		Duration:    a.Duration,
+		Elapsed:     max(b.f.Now.Sub(b.task.BudgetStart), 0),
 	}
-	return metrics.OutcomeRetry
+	switch b.f.Status {
+	case store.Succeeded:
+		e.Outcome = retry.Succeeded
+		return e
+	case store.Pending:
+		e.Outcome = retry.Retrying
+		e.Delay = max(pendingAt(b.f).Sub(b.f.Now), 0)
+	default:
+		e.Outcome, e.Reason = retry.GaveUp, b.stop
+		if e.Reason == nil { // not from the decision step; not expected after an attempt
+			e.Reason = retry.ErrNotRetryable
+			if b.f.Status == store.Exhausted {
+				e.Reason = retry.ErrAttemptsExhausted
+			}
+		}
+	}
+	fail := attemptError{msg: a.ErrorMessage, cause: b.cause}
+	if a.ResponseStatus > 0 {
+		e.Err = &httpError{fail, a.ResponseStatus}
+	} else {
+		e.Err = &fail
+	}
+	return e
 }
+
+// attemptError is a failed attempt as its event tells it: the message the
+// attempt log keeps, over the transport's error when no response came.
+type attemptError struct {
+	msg   string
+	cause error
+}
+
+func (e *attemptError) Error() string { return e.msg }
+func (e *attemptError) Unwrap() error { return e.cause }
+
+// httpError is a failed attempt the target answered; retry.StatusCode
+// reads its status.
+type httpError struct {
+	attemptError
+	status int
+}
+
+func (e *httpError) HTTPStatusCode() int { return e.status }

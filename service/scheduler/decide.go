@@ -19,6 +19,14 @@ import (
 // drawn from instead of p.Rand (a policy decoded from JSON has none); it
 // must be safe for concurrent use.
 func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time, src backoff.Source) store.Finish {
+	f, _ := decide(t, p, res, now, src)
+	return f
+}
+
+// decide is Decide, also returning why the task stops when it does (the
+// decision step's Verdict.Stop: retry.ErrNotRetryable for FAILED, the
+// reason it gave up for EXHAUSTED), for the attempt's event.
+func decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time, src backoff.Source) (store.Finish, error) {
 	msg := res.Message()
 	f := store.Finish{
 		TaskID:  t.ID,
@@ -40,7 +48,7 @@ func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time,
 	switch res.Outcome(p) {
 	case dispatch.Success:
 		f.Status = store.Succeeded
-		return f
+		return f, nil
 	case dispatch.Retry:
 		class = retry.Retry
 	}
@@ -73,7 +81,7 @@ func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time,
 	default:
 		giveUp(&f, v.Stop)
 	}
-	return f
+	return f, v.Stop
 }
 
 // answer shows a Result to the decision step as an error: the step reads a

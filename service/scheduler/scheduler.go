@@ -4,6 +4,9 @@
 // sends each attempt through a dispatch.Dispatcher, decides the next step
 // with the core library's backoff and budget rules, and records outcomes
 // in group commits: one durable store call for many finished attempts.
+// Once the store has an attempt's outcome, the scheduler tells it as a
+// retry.Event (Succeeded, Retrying or GaveUp) to Config.Observer: retryd
+// counts attempts in its metrics from these events, and logs them at Debug.
 //
 // The store stays the authority: the heap only says which IDs to ask for,
 // and a claim takes only what the store agrees is due, so a stale heap
@@ -49,11 +52,12 @@ const leaseMargin = time.Second
 // maxClaimAhead bounds how far ahead of its due time a task is claimed.
 const maxClaimAhead = time.Second
 
-// Recorder is told what the scheduler does; *metrics.Metrics is one. Its
-// methods are called from many goroutines at once.
+// Recorder is told what the scheduler does besides attempts' ends, which
+// are Config.Observer's; *metrics.Metrics is one. Its methods are called
+// from many goroutines at once.
 type Recorder interface {
 	Lag(d time.Duration)                             // attempt start minus due time
-	Attempt(outcome, policy string)                  // an attempt's recorded outcome
+	LeaseLost(policy string)                         // an attempt's outcome dropped: its lease was lost
 	Terminal(status store.Status, age time.Duration) // a task reached a terminal state
 }
 
@@ -62,8 +66,20 @@ type Recorder interface {
 type Config struct {
 	Store      store.Store
 	Dispatcher *dispatch.Dispatcher
-	Recorder   Recorder     // nil records nothing
-	Logger     *slog.Logger // nil discards
+	Recorder   Recorder // nil records nothing
+	// Observer hears the end of every attempt once the store has recorded
+	// it (not an outcome dropped for a lost lease, nor a task finished
+	// without an attempt): Succeeded, Retrying (Delay until the task is
+	// due again) or GaveUp, Reason retry.ErrNotRetryable for a task
+	// FAILED, the decision step's reason (retry.ErrAttemptsExhausted,
+	// retry.ErrBudgetExhausted…) for one EXHAUSTED. Name is the task's
+	// policy ID, Err (when the attempt failed) the attempt log's message,
+	// with the response's status for retry.StatusCode, Elapsed counted
+	// from the start of the task's budget. It is called from the
+	// committing goroutine, one outcome after another: it must be quick.
+	// *metrics.Metrics is one; nil hears nothing.
+	Observer retry.Observer
+	Logger   *slog.Logger // nil discards; at Debug, every attempt's event is logged with retry.Log
 
 	Workers int           // attempts in flight at once
 	Lease   time.Duration // how long a claimed task is ours; must exceed the dispatcher's timeout by a second
@@ -105,6 +121,7 @@ type Scheduler struct {
 	st         store.Store
 	disp       *dispatch.Dispatcher
 	rec        Recorder
+	obs        retry.Observer
 	log        *slog.Logger
 	pols       policyCache
 	storeRetry retry.Policy
@@ -148,7 +165,7 @@ func New(cfg Config) (*Scheduler, error) {
 			cfg.Lease, cfg.Dispatcher.Timeout(), cfg.Dispatcher.Timeout()+leaseMargin)
 	}
 	s := &Scheduler{
-		cfg: cfg, st: cfg.Store, disp: cfg.Dispatcher, rec: cfg.Recorder, log: cfg.Logger,
+		cfg: cfg, st: cfg.Store, disp: cfg.Dispatcher, rec: cfg.Recorder, obs: cfg.Observer, log: cfg.Logger,
 		heap: newDueHeap(),
 		// Claiming ahead shortens the lease's margin over an attempt (a
 		// claim's lease is counted from the horizon it claimed up to),
@@ -222,7 +239,10 @@ func signal(c chan struct{}) {
 type nopRecorder struct{}
 
 func (nopRecorder) Lag(time.Duration)                    {}
-func (nopRecorder) Attempt(string, string)               {}
+func (nopRecorder) LeaseLost(string)                     {}
 func (nopRecorder) Terminal(store.Status, time.Duration) {}
 
-var _ Recorder = (*metrics.Metrics)(nil)
+var (
+	_ Recorder       = (*metrics.Metrics)(nil)
+	_ retry.Observer = (*metrics.Metrics)(nil)
+)

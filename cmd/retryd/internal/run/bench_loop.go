@@ -96,7 +96,7 @@ func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy) (*
 	rec := &benchRecorder{}
 	// Tasks are created in this process, which wakes the scheduler itself:
 	// no change feed is needed, whatever the store.
-	sched, err := scheduler.New(scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Workers: workers, Logger: log})
+	sched, err := scheduler.New(scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Observer: rec, Workers: workers, Logger: log})
 	if err != nil {
 		disp.Close()
 		o.Close()
@@ -147,7 +147,8 @@ func (r *rig) createTask(ctx context.Context, url string, i int, due time.Time) 
 	return nil
 }
 
-// benchRecorder counts what the scheduler reports and keeps every lag.
+// benchRecorder counts what the scheduler reports (attempts through its
+// events, as retryd's metrics do) and keeps every lag.
 type benchRecorder struct {
 	mu       sync.Mutex
 	lags     []time.Duration
@@ -161,7 +162,8 @@ func (b *benchRecorder) Lag(d time.Duration) {
 	b.mu.Unlock()
 }
 
-func (b *benchRecorder) Attempt(outcome, policy string)       { b.attempts.Add(1) }
+func (b *benchRecorder) Observe(context.Context, retry.Event) { b.attempts.Add(1) }
+func (b *benchRecorder) LeaseLost(string)                     { b.attempts.Add(1) }
 func (b *benchRecorder) Terminal(store.Status, time.Duration) { b.terminal.Add(1) }
 func (b *benchRecorder) waitTerminal(ctx context.Context, n int64) error {
 	for b.terminal.Load() < n {
@@ -178,4 +180,7 @@ func benchPolicy(attempts int) retry.Policy {
 	return retry.Policy{MaxAttempts: attempts, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Max: time.Second, Jitter: backoff.NoJitter}}
 }
 
-var _ scheduler.Recorder = (*benchRecorder)(nil)
+var (
+	_ scheduler.Recorder = (*benchRecorder)(nil)
+	_ retry.Observer     = (*benchRecorder)(nil)
+)

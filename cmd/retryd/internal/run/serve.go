@@ -51,7 +51,9 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	defer disp.Close()
 	m := metrics.New(st, log)
 	sched, err := scheduler.New(scheduler.Config{
-		Store: st, Dispatcher: disp, Recorder: m, Logger: log,
+		// The metrics count attempts from the scheduler's events; at
+		// Debug, the scheduler logs each of them itself (retry.Log).
+		Store: st, Dispatcher: disp, Recorder: m, Observer: m, Logger: log,
 		Workers: c.Workers, Lease: c.Lease, ShutdownGrace: c.ShutdownGrace,
 	})
 	if err != nil {
