@@ -69,8 +69,9 @@ func (os Observers) Observe(ctx context.Context, e Event) {
 
 // Log returns an Observer that writes each event to l: a failed attempt at
 // Warn ("attempt 1/3 failed; retrying in 182ms"), an execution stopped by
-// the caller's cancellation at Info, a success at Debug. A Policy's Logger
-// is this observer.
+// the caller's cancellation at Info, a success after retries at Debug (a
+// first attempt's success, nothing to tell, is not logged). A Policy's
+// Logger is this observer.
 func Log(l *slog.Logger) Observer { return logObserver{l} }
 
 type logObserver struct{ l *slog.Logger }
@@ -80,6 +81,9 @@ func (o logObserver) Observe(ctx context.Context, e Event) {
 	var what string
 	switch e.Outcome {
 	case Succeeded:
+		if e.Attempt <= 1 {
+			return
+		}
 		level, what = slog.LevelDebug, "succeeded"
 	case Retrying:
 		what = "failed; retrying in " + roundDelay(e.Delay).String()

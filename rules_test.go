@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -159,4 +161,26 @@ func TestSharedSeededSource(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestLogSuccessOnlyAfterRetries: a success at the first attempt has nothing
+// to tell; one after retries says how many it took.
+func TestLogSuccessOnlyAfterRetries(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+	p, _ := setup(t, retry.Policy{MaxAttempts: 3, Logger: l, Backoff: fixedDelays(time.Millisecond)})
+	_ = retry.Do(context.Background(), p, func(context.Context) error { return nil })
+	op, _ := failing(1, errFlaky)
+	_ = retry.Do(context.Background(), p, op)
+	want := "level=WARN msg=\"attempt 1/3 failed; retrying in 1ms\" error=flaky\nlevel=DEBUG msg=\"attempt 2/3 succeeded\"\n"
+	if buf.String() != want {
+		t.Errorf("log:\n%s\nwant:\n%s", buf.String(), want)
+	}
 }
