@@ -11,7 +11,7 @@ import (
 // with every attempt, so a server can tell a retry from a new request.
 func NewIdempotencyKey() string {
 	var u [16]byte
-	_, _ = rand.Read(u[:]) // never fails: crypto/rand.Read crashes the program rather than return an error
+	_, _ = rand.Read(u[:])  // never fails: crypto/rand.Read crashes the program rather than return an error
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // variant 10
 	var s [36]byte

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 )
