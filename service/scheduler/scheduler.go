@@ -15,6 +15,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,10 +62,20 @@ type Recorder interface {
 	Terminal(status store.Status, age time.Duration) // a task reached a terminal state
 }
 
+// Store is what the scheduler needs of a store (every store.Store has it):
+// claim due tasks, record their outcomes, list what is due for a resync,
+// and read the policies tasks name.
+type Store interface {
+	TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Task, error)
+	TaskFinish(ctx context.Context, fs []store.Finish) (errs []error, err error)
+	TaskDue(ctx context.Context, each func(store.Due)) error
+	PolicyGet(ctx context.Context, tenant, id string) (*store.Policy, error)
+}
+
 // Config sets up a Scheduler. Store and Dispatcher are required; zero
 // fields take the Default… values.
 type Config struct {
-	Store      store.Store
+	Store      Store
 	Dispatcher *dispatch.Dispatcher
 	Recorder   Recorder // nil records nothing
 	// Observer hears the end of every attempt once the store has recorded
@@ -118,7 +129,7 @@ type Config struct {
 // safe to call from any goroutine at any time, before Run too.
 type Scheduler struct {
 	cfg        Config
-	st         store.Store
+	st         Store
 	disp       *dispatch.Dispatcher
 	rec        Recorder
 	obs        retry.Observer
