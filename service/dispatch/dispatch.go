@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/textproto"
 	"net/url"
 	"strings"
@@ -57,6 +58,9 @@ type Config struct {
 // release idle connections.
 type Dispatcher struct {
 	cfg Config
+	// dialer connects both clients; its Control runs the Guard on every
+	// address it is about to connect to.
+	dialer *net.Dialer
 	// h1 sends to http:// targets (see h1 for why not net/http).
 	h1 *h1
 	// tr sends to https:// targets. It is used directly, without an
@@ -102,7 +106,7 @@ func New(cfg Config) *Dispatcher {
 		// header to every request and decompression to every response.
 		DisableCompression: true,
 	}
-	d := &Dispatcher{cfg: cfg, tr: tr, h1: &h1{
+	d := &Dispatcher{cfg: cfg, dialer: dialer, tr: tr, h1: &h1{
 		dial: dialer.DialContext,
 		pool: pool{perHost: cfg.MaxIdlePerHost, total: 4 * cfg.MaxIdlePerHost, idleTimeout: idleTimeout},
 	}}
@@ -171,6 +175,14 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	}
 	if err := checkRequest(u, &r); err != nil {
 		return err
+	}
+	// An address given as such is refused before any socket is made; a
+	// name is judged by what it resolves to, as it is dialled (see
+	// Guard.control).
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if err := d.cfg.Guard.Check(ip); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
