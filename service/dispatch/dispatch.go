@@ -140,6 +140,8 @@ type Request struct {
 }
 
 // Result is what one attempt came to: a response (Status > 0) or an error.
+// Its strings are valid UTF-8 and bounded however much the target sent;
+// Location and the text of Err end with "…" where they were cut.
 type Result struct {
 	Start      time.Time
 	Duration   time.Duration
@@ -147,9 +149,15 @@ type Result struct {
 	RetryAfter time.Duration // the response's Retry-After; valid when HasRetryAfter
 	// HasRetryAfter reports a valid Retry-After header on the response.
 	HasRetryAfter bool
-	Location      string // a redirect's target, which is not followed
-	Body          string // the first bytes of the response body, valid UTF-8
-	Err           error  // why no response came; nil when one did
+	// Location is a redirect's target, which is not followed, cut to
+	// MaxQuotedBytes.
+	Location string
+	// Body is the first bytes of the response body, at most
+	// Config.KeepBytes of them, as valid UTF-8 (not marked where cut).
+	Body string
+	// Err is why no response came; nil when one did. Its text is cut to
+	// MaxMessageBytes; it wraps the error it was cut from.
+	Err error
 }
 
 // Send makes one attempt. It never returns an error of its own: everything,
@@ -157,8 +165,11 @@ type Result struct {
 // the attempt along with the configured timeout.
 func (d *Dispatcher) Send(ctx context.Context, r Request) Result {
 	res := Result{Start: time.Now()}
-	res.Err = d.send(ctx, r, &res)
+	res.Err = boundErr(d.send(ctx, r, &res))
 	res.Duration = time.Since(res.Start)
+	if res.Location != "" {
+		res.Location = bound(res.Location, MaxQuotedBytes)
+	}
 	return res
 }
 
@@ -245,9 +256,10 @@ func (d *Dispatcher) sendStd(ctx context.Context, u *url.URL, r *Request, res *R
 	return nil
 }
 
-// readBody keeps the first KeepBytes of body and reads on up to
-// MaxResponseBytes so that the connection can be reused; a longer body is
-// left unread and its connection dropped by Close.
+// readBody keeps the first KeepBytes of body, as valid UTF-8 of at most
+// KeepBytes bytes, and reads on up to MaxResponseBytes so that the
+// connection can be reused; a longer body is left unread and its
+// connection dropped by Close.
 func (d *Dispatcher) readBody(body io.Reader) string {
 	// The buffer is reused: only what is kept is copied out.
 	bp := d.bufs.Get().(*[]byte)
@@ -265,7 +277,8 @@ func (d *Dispatcher) readBody(body io.Reader) string {
 			kept = kept[:i]
 		}
 	}
-	return strings.ToValidUTF8(string(kept), "\uFFFD")
+	// U+FFFD takes three bytes where an invalid byte took one: cut again.
+	return cutUTF8(strings.ToValidUTF8(string(kept), "\uFFFD"), len(buf))
 }
 
 // lastStart returns the index of the last byte of b that can begin a UTF-8

@@ -49,17 +49,19 @@ func (r *Result) Outcome(p *retry.Policy) Outcome {
 }
 
 // Message describes r for the attempt log and the task's lastError: the
-// error, or the status line of a non-2xx answer; empty for a 2xx.
+// error, or the status line of a non-2xx answer; empty for a 2xx. It is
+// valid UTF-8 of at most MaxMessageBytes, the Location it quotes at most
+// MaxQuotedBytes, whatever r holds.
 func (r *Result) Message() string {
 	switch {
 	case r.Err != nil:
-		return r.Err.Error()
+		return bound(r.Err.Error(), MaxMessageBytes)
 	case r.Status >= 200 && r.Status < 300:
 		return ""
 	case r.Status >= 300 && r.Status < 400:
 		msg := "redirect not followed: HTTP " + strconv.Itoa(r.Status)
 		if r.Location != "" {
-			msg += " to " + r.Location
+			msg += " to " + bound(r.Location, MaxQuotedBytes)
 		}
 		return msg
 	}
