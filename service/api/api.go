@@ -7,7 +7,10 @@
 // {"error": {"code", "message", "field"}} with its status. Request bodies are
 // strict: one JSON object, no unknown or repeated fields, no trailing data,
 // at most Config.MaxBodyBytes (Config.MaxBatchBodyBytes for POST
-// /retry-tasks/batch). Times are epoch milliseconds.
+// /retry-tasks/batch). Times are epoch milliseconds. What net/http answers
+// before any handler of the API runs (a redirect of a path its ServeMux
+// would clean, a 431 for headers over the server's limit) is made JSON by
+// CanonicalPaths and Listener, for a server that mounts the handler.
 package api
 
 import (

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -36,9 +38,12 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 }
 
 // parseObject parses data as exactly one JSON object and returns its
-// members. Beyond what encoding/json checks, it refuses invalid UTF-8 (which
-// encoding/json would silently replace), a repeated key in any object (which
-// it would silently resolve to the last) and anything after the object.
+// members. Beyond what encoding/json checks, it refuses invalid UTF-8 and
+// \u escapes of lone UTF-16 surrogates (which encoding/json would silently
+// replace by U+FFFD), a repeated key in any object (which it would silently
+// resolve to the last) and anything after the object. Every request body
+// comes through here: a task, each task of a batch (whose envelope takes
+// only the member "tasks"), a policy.
 func parseObject(data []byte) (map[string]json.RawMessage, error) {
 	if !utf8.Valid(data) {
 		return nil, invalid("", "request body is not valid UTF-8")
@@ -53,17 +58,29 @@ func parseObject(data []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// checkStrict walks data's tokens: one object, no repeated keys, nothing after.
+// checkStrict walks data's tokens: one object, no repeated keys, no lone
+// surrogate escape in a string, nothing after.
 func checkStrict(data []byte) error {
 	type frame struct {
 		keys    map[string]bool // nil for an array
 		wantKey bool
+		key     string // the member being read, in an object
+		outer   string // the member holding this object or array ("" for the body)
+	}
+	// field names the member a problem is in: the one being read, or, in
+	// an array or a key, the one holding it.
+	field := func(f *frame, inKey bool) string {
+		if f.keys == nil || inKey {
+			return f.outer
+		}
+		return f.key
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var stack []*frame
 	started := false
 	for {
+		at := dec.InputOffset()
 		tok, err := dec.Token()
 		if err == io.EOF && started && len(stack) == 0 {
 			return nil
@@ -83,6 +100,14 @@ func checkStrict(data []byte) error {
 			return invalid("", "unexpected data after the JSON object")
 		}
 		top := stack[len(stack)-1]
+		if _, ok := tok.(string); ok {
+			// The token as written, with what came before it since the
+			// last one (no backslash outside a string in valid JSON).
+			if esc := loneSurrogate(data[at:dec.InputOffset()]); esc != "" {
+				return invalid(field(top, top.wantKey), "%s is an escape of a lone UTF-16 surrogate, which is no character: "+
+					"send the character itself (UTF-8) or its surrogate pair", esc)
+			}
+		}
 		if top.wantKey {
 			if tok == json.Delim('}') {
 				stack = stack[:len(stack)-1]
@@ -91,16 +116,16 @@ func checkStrict(data []byte) error {
 				if top.keys[key] {
 					return invalid(key, "field %q appears more than once", key)
 				}
-				top.keys[key], top.wantKey = true, false
+				top.keys[key], top.wantKey, top.key = true, false, key
 				continue
 			}
 		} else {
 			switch tok {
 			case json.Delim('{'):
-				stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+				stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true, outer: field(top, false)})
 				continue
 			case json.Delim('['):
-				stack = append(stack, &frame{})
+				stack = append(stack, &frame{outer: field(top, false)})
 				continue
 			case json.Delim(']'):
 				stack = stack[:len(stack)-1]
@@ -111,6 +136,47 @@ func checkStrict(data []byte) error {
 			stack[n-1].wantKey = true
 		}
 	}
+}
+
+// loneSurrogate returns the first \u escape in raw, JSON text that holds
+// strings, of a UTF-16 surrogate not in a high-low pair ("\ud800"), or "".
+// raw is valid JSON, so a backslash always starts an escape and \u has four
+// hex digits after it.
+func loneSurrogate(raw []byte) string {
+	hex4 := func(b []byte) rune {
+		var r rune
+		for _, c := range b[:4] {
+			switch {
+			case c >= '0' && c <= '9':
+				c -= '0'
+			case c >= 'a' && c <= 'f':
+				c -= 'a' - 10
+			default:
+				c -= 'A' - 10
+			}
+			r = r<<4 | rune(c)
+		}
+		return r
+	}
+	for i := bytes.IndexByte(raw, '\\'); i >= 0 && i+1 < len(raw); {
+		n := 2 // an escape's length: \n, \", …
+		if raw[i+1] == 'u' {
+			n = 6
+			switch r := hex4(raw[i+2:]); {
+			case utf16.IsSurrogate(r) && r < 0xdc00 && len(raw) >= i+12 && raw[i+6] == '\\' && raw[i+7] == 'u' &&
+				utf16.DecodeRune(r, hex4(raw[i+8:])) != unicode.ReplacementChar:
+				n = 12 // a pair
+			case utf16.IsSurrogate(r):
+				return string(raw[i : i+6])
+			}
+		}
+		j := bytes.IndexByte(raw[i+n:], '\\')
+		if j < 0 {
+			break
+		}
+		i += n + j
+	}
+	return ""
 }
 
 // syntaxError is the 400 of a body encoding/json could not read.

@@ -12,7 +12,7 @@ import (
 
 // The error codes the API answers with, in the "code" member of an error.
 const (
-	CodeInvalidRequest   = "invalid_request"        // 400: the body is not one strict JSON object, or a field is wrong
+	CodeInvalidRequest   = "invalid_request"        // 400: the body is not one strict JSON object, a field or the query is wrong (or a request net/http cannot read: see Listener)
 	CodeUnknownPolicy    = "unknown_policy"         // 400: a task names a policy the tenant has not registered
 	CodeUnauthorized     = "unauthorized"           // 401: no bearer token, or an unknown one
 	CodeNotFound         = "not_found"              // 404: no such route, or no such resource for this tenant
@@ -20,6 +20,7 @@ const (
 	CodeConflict         = "conflict"               // 409: exists with other content, or the wrong state for the change
 	CodeTooLarge         = "body_too_large"         // 413: the body is over Config.MaxBodyBytes
 	CodeUnsupportedMedia = "unsupported_media_type" // 415: a Content-Type that is not application/json
+	CodeHeadersTooLarge  = "headers_too_large"      // 431: the request line and headers are over http.Server.MaxHeaderBytes (see Listener)
 	CodeUnavailable      = "unavailable"            // 503: the store is out of reach or closed, or the request was cancelled
 	CodeInternal         = "internal"               // 500: a fault of the service, logged; the message says nothing more
 )

@@ -85,6 +85,7 @@ func FuzzTaskCreate(f *testing.F) {
 		`{"targetUrl":"ftp://h/","policyId":"nope","method":"GE T"}`,
 		`{"targetUrl":null,"policyId":"p","body":"a","bodyBase64":"YQ=="}`,
 		`{} {}`, `[]`, `null`, ``, `{"a":[{"b":{}}]}`, "{\"body\":\"\xff\"}",
+		`{"targetUrl":"http://h:99999/","policyId":"p","body":"\ud800","headers":{"X":"\ud83d\ude00\udc00"}}`,
 	}
 	fuzzBody(f, "/retry-tasks", seeds, countTasks, nil)
 }
@@ -102,6 +103,7 @@ func FuzzTaskCreateBatch(f *testing.F) {
 		`{"tasks":[{"targetUrl":"http://h/","policyId":"p","bodyBase64":"AAEC","method":"put"}],"tasks":[]}`,
 		`{"tasks":[]}`, `{"tasks":{}}`, `{"tasks":null}`, `{}`, `{"task":[]}`, `[]`, ``, `{"tasks":[{}]} {}`,
 		"{\"tasks\":[{\"body\":\"\xff\"}]}",
+		`{"tasks":[{"targetUrl":"http://h/","policyId":"p","body":"\ud800"},{"targetUrl":"http://h/","policyId":"p","body":"\ud83d\ude00"}]}`,
 	}
 	fuzzBody(f, "/retry-tasks/batch", seeds, countTasks, func(t *testing.T, body string, answer []byte, added int64) {
 		var got struct {

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,10 +23,15 @@ type query struct {
 
 // parseQuery reads a list's query string. Parameters not in allowed, repeated
 // ones (but status) and bad values are 400s naming the parameter: a typo
-// should not silently list everything.
+// should not silently list everything. A query string that does not parse
+// (a bad %-escape, a ';') is a 400 naming "query", where r.URL.Query would
+// drop what it cannot read and go on.
 func parseQuery(r *http.Request, allowed ...string) (query, error) {
 	var q query
-	values := r.URL.Query()
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return q, invalid("query", "the query string is malformed: %v", err)
+	}
 	for name, vs := range values {
 		if !slices.Contains(allowed, name) {
 			return q, invalid(name, "unknown query parameter")

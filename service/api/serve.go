@@ -9,7 +9,8 @@ import (
 
 // ServeHTTP routes r. The mux's own 404 and 405 answers are plain text, so
 // they are found first (an empty pattern) and answered in the JSON shape,
-// keeping the Allow header the mux sets.
+// keeping the Allow header the mux sets. A path the mux would clean and
+// redirect (with an HTML body) is no route: a JSON 404.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	sw := &statusWriter{ResponseWriter: w}
@@ -22,6 +23,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.Debug("api: request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", s.now().Sub(start))
 	}()
+	if !canonicalPath(r.URL.EscapedPath()) {
+		s.writeError(sw, r, uncleanPath(r))
+		return
+	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.writeError(sw, r, s.unrouted(r))
 		return

@@ -3,18 +3,21 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/retrykit/retry/service/store"
 )
 
-// taskID returns the path's task ID; one that is no UUID names no task.
+// taskID returns the path's task ID in lower case, as task IDs are made
+// and stored: a UUID's hex digits are case-insensitive. One that is no UUID
+// names no task.
 func taskID(r *http.Request) (string, error) {
 	id := r.PathValue("taskId")
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return "", errorf(http.StatusNotFound, CodeNotFound, "", "task not found")
 	}
-	return id, nil
+	return strings.ToLower(id), nil
 }
 
 func (s *server) taskGet(w http.ResponseWriter, r *http.Request, tenant string) error {

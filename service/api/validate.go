@@ -87,6 +87,12 @@ func checkTargetURL(u string) string {
 	if p.Opaque != "" || p.Hostname() == "" {
 		return "must name a host (http://host/...)"
 	}
+	// net/url takes any digits for a port; a dial would fail on every attempt.
+	if port := p.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("has port %s: a port is 1 to 65535", port)
+		}
+	}
 	return ""
 }
 
