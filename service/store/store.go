@@ -341,6 +341,43 @@ type Store interface {
 	Close() error
 }
 
+// Feed is implemented by the stores that several retryd instances share
+// (PostgreSQL, Redis): their change feed, through which each instance's
+// scheduler hears of the tasks another instance made due, without waiting
+// for a poll. A store one process owns (SQLite) has no other writer to hear
+// of and does not implement it; callers find out with a type assertion,
+// st.(store.Feed).
+type Feed interface {
+	// Listen calls wake for every task that any instance sharing the
+	// store (this one included) made due, or due sooner: created
+	// (TaskCreate, TaskCreateBatch; a repeat creates nothing), finished
+	// with a retry (TaskFinish to PENDING) or redriven (TaskTransition to
+	// PENDING), once the change has committed, with the task's ID, its
+	// NextAttemptAt at millisecond precision and its Version after the
+	// change: what TaskGet would then answer. Other changes (claims,
+	// finishes that end a task, cancels) are not reported. A store that
+	// claims from part of the data only (Redis with claim partitions)
+	// reports the tasks of that part.
+	//
+	// wake runs on Listen's goroutine, one call at a time, in the order
+	// the changes committed, and must not block for long or call the
+	// store. Reports are hints, at most once each: a claim may still find
+	// the task taken or not due.
+	//
+	// onListening, when not nil, is called each time the feed is in
+	// place: once at first, and again after each reconnection. Changes
+	// made while the feed was down are not reported, so a caller that
+	// must not miss one rescans the store (TaskDue) when onListening is
+	// called again. It runs on Listen's goroutine and should return
+	// quickly.
+	//
+	// Listen keeps the feed, reconnecting as long as it takes, until ctx
+	// ends, when it returns an error wrapping ctx's, or the store is
+	// closed, when it returns one wrapping ErrClosed (at once if it was
+	// closed before the call). Any number of Listens may run at once.
+	Listen(ctx context.Context, wake func(Due), onListening func()) error
+}
+
 // Created returns the task a store holds once TaskCreate has stored t (its
 // ID, times and defaults already filled in): PENDING at version 1, times cut
 // to the millisecond in UTC, no headers as nil and no body as empty. Stores

@@ -113,8 +113,7 @@ func BenchmarkListenLag(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- reader.Listen(ctx, func(store.Due) { heardAt <- time.Now() },
-			postgres.OnListening(func() { listening <- struct{}{} }))
+		done <- reader.Listen(ctx, func(store.Due) { heardAt <- time.Now() }, func() { listening <- struct{}{} })
 	}()
 	defer func() {
 		cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/feed"
 )
 
 // deadlockTries bounds the runs of a batch that PostgreSQL aborted to
@@ -132,7 +133,7 @@ func (p *createPlan) check(i int) error {
 		return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
 	p.headers[i] = headers
-	p.notes[i] = note(store.Due{ID: t.ID, At: t.NextAttemptAt, Version: 1})
+	p.notes[i] = feed.Note(store.Due{ID: t.ID, At: t.NextAttemptAt, Version: 1})
 	if len(p.notes[i]) > notifyMax {
 		return fmt.Errorf("task id of %d bytes: too long to notify: %w", len(t.ID), store.ErrInvalid)
 	}

@@ -47,12 +47,12 @@ func TestCreateBatchNotes(t *testing.T) {
 	}
 	for range len(want) {
 		h := l.next(t)
-		due, ok := want[h.id]
-		if !ok || !h.due.Equal(due) || h.version != 1 {
+		due, ok := want[h.ID]
+		if !ok || !h.At.Equal(due) || h.Version != 1 {
 			t.Fatalf("heard %s due %v v%d: not a task of the batch, or heard twice (want due %v, v1)",
-				h.id, h.due, h.version, due)
+				h.ID, h.At, h.Version, due)
 		}
-		delete(want, h.id)
+		delete(want, h.ID)
 	}
 
 	fresh := newTask("fresh", t0)
@@ -85,14 +85,14 @@ func TestCreateBatchNotes(t *testing.T) {
 }
 
 // next returns the next notification l hears.
-func (l *listener) next(t *testing.T) heard {
+func (l *listener) next(t *testing.T) store.Due {
 	t.Helper()
 	select {
-	case h := <-l.notes:
-		return h
+	case d := <-l.heard:
+		return d
 	case <-time.After(waitFor):
 		t.Fatalf("no notification within %v", waitFor)
-		return heard{}
+		return store.Due{}
 	}
 }
 

@@ -54,11 +54,11 @@ func ExampleStore_Listen() {
 	wake := func(d store.Due) { fmt.Println("due:", d.ID, d.At, d.Version) }
 	rescans := 0
 	go func() {
-		err := s.Listen(ctx, wake, postgres.OnListening(func() {
+		err := s.Listen(ctx, wake, func() {
 			if rescans++; rescans > 1 {
 				fmt.Println("reconnected: rescan the store for what was missed")
 			}
-		}))
+		})
 		log.Println("listen ended:", err)
 	}()
 }

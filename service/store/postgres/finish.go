@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/feed"
 )
 
 // finishSQL applies a round of finishes, given as parallel arrays, in one
@@ -130,7 +131,7 @@ func (s *Store) finishRound(ctx context.Context, q querier, fs []store.Finish, i
 		aNumber[k], aStarted[k], aDuration[k] = int32(a.AttemptNumber), a.StartedAt.Truncate(time.Millisecond), int64(a.Duration)
 		aStatus[k], aError[k], aBody[k] = int32(a.ResponseStatus), bytesOf(a.ErrorMessage), bytesOf(a.ResponseBody)
 		if f.Status == store.Pending {
-			notes[k] = note(store.Due{ID: f.TaskID, At: due, Version: f.Version + 1})
+			notes[k] = feed.Note(store.Due{ID: f.TaskID, At: due, Version: f.Version + 1})
 		}
 	}
 	rows, err := q.Query(ctx, finishSQL, is, ids, versions, statuses, next, prevDelay, lastError, lastStatus, now,

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/feed"
 )
 
 // Run-row changes of TaskTransition; $1 is the task's seq, $2 Now.
@@ -74,7 +75,7 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		}
 		if tr.To == store.Pending {
 			d := store.Due{ID: out.ID, At: out.NextAttemptAt, Version: out.Version}
-			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, note(d)); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, feed.Note(d)); err != nil {
 				return err
 			}
 		}

@@ -221,33 +221,6 @@ func decodeAttempt(taskID, s string) (*store.Attempt, error) {
 		Duration: time.Duration(n[2]), ResponseStatus: int(n[3]), ErrorMessage: f[4], ResponseBody: f[5]}, nil
 }
 
-// parseWakes reads a wake-up message, a line per task: its ID, its due time
-// in epoch milliseconds and its version, separated by spaces (a line
-// without a version, from an older retryd, has version 0, unknown). Lines
-// it cannot read are skipped.
-func parseWakes(msg string) []store.Due {
-	var out []store.Due
-	for line := range strings.SplitSeq(msg, "\n") {
-		id, rest, ok := strings.Cut(line, " ")
-		if !ok || id == "" {
-			continue
-		}
-		at, ver, hasVer := strings.Cut(rest, " ")
-		ms, err := strconv.ParseInt(at, 10, 64)
-		if err != nil || ms <= 0 {
-			continue
-		}
-		d := store.Due{ID: id, At: fromMs(ms)}
-		if hasVer {
-			if d.Version, err = strconv.ParseInt(ver, 10, 64); err != nil || d.Version < 0 {
-				continue
-			}
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
 // flatten turns HGETALL's map (as a RESP3 client gets it) into the
 // field, value list scripts return.
 func flatten(m map[string]string) []any {

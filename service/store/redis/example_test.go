@@ -53,7 +53,7 @@ func ExampleStore_Listen() {
 	wake := func(d store.Due) { fmt.Println("due:", d.ID, d.At, d.Version) } // scheduler.Wake
 	resync := func() { fmt.Println("subscribed: look for what was missed") } // scheduler's resync
 	go func() {
-		if err := b.Listen(ctx, wake, redis.OnListening(resync)); err != nil && ctx.Err() == nil {
+		if err := b.Listen(ctx, wake, resync); err != nil && ctx.Err() == nil {
 			log.Print(err)
 		}
 	}()

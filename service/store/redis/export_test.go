@@ -38,10 +38,8 @@ func CreateBatchCutShort(ctx context.Context, s *Store, ts []*store.Task) error 
 	return err
 }
 
-// Pack, Unpack and ParseWakes expose the codecs to the fuzz tests.
+// Pack and Unpack expose the codec to the fuzz test.
 var (
 	Pack   = pack
 	Unpack = unpack
 )
-
-func ParseWakes(msg string) []store.Due { return parseWakes(msg) }

@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/retrykit/retry/service/store/redis"
@@ -24,23 +23,6 @@ func FuzzUnpack(f *testing.F) {
 		again, err := redis.Unpack(redis.Pack(fields...))
 		if err != nil || !slices.Equal(again, fields) {
 			t.Fatalf("Unpack(Pack(%q)) = %q, %v", fields, again, err)
-		}
-	})
-}
-
-// Wake-up messages come from the network: any payload parses without
-// panicking, into IDs without separators and positive times.
-func FuzzParseWakes(f *testing.F) {
-	f.Add("0b6c2f56-1f7e-4b1e-9a56-5d0c4b7d7a11 1955001234567")
-	f.Add("a 1\nb 2\n\nc x\n d 3")
-	f.Add("id -5")
-	f.Add("id 5 7\nid2 6")
-	f.Add("id 5 -7")
-	f.Fuzz(func(t *testing.T, msg string) {
-		for _, d := range redis.ParseWakes(msg) {
-			if d.ID == "" || strings.ContainsAny(d.ID, " \n") || d.At.UnixMilli() <= 0 || d.Version < 0 {
-				t.Fatalf("wake-up %v from %q", d, msg)
-			}
 		}
 	})
 }

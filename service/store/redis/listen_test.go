@@ -3,7 +3,6 @@ package redis_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,22 +15,29 @@ import (
 	"github.com/retrykit/retry/service/store/redis"
 )
 
+// What every store.Feed does is checked by storetest; here is what is
+// Redis's own: partitions, and subscribing again.
+
 type wakeUp struct {
 	id      string
 	due     time.Time
 	version int64
 }
 
-// listen runs s.Listen until t ends, and returns the wake-ups it hears and
-// what Listen returned.
-func listen(t *testing.T, s *redis.Store, opts ...redis.ListenOption) (<-chan wakeUp, <-chan error, context.CancelFunc) {
+// listen runs s.Listen until t ends, calling onListening (which may be
+// nil), and returns the wake-ups it hears and what Listen returned.
+func listen(t *testing.T, s *redis.Store, onListening ...func()) (<-chan wakeUp, <-chan error, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	wakes := make(chan wakeUp, 64)
 	done, stopped := make(chan error, 1), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		done <- s.Listen(ctx, func(d store.Due) { wakes <- wakeUp{d.ID, d.At, d.Version} }, opts...)
+		var on func()
+		if len(onListening) > 0 {
+			on = onListening[0]
+		}
+		done <- s.Listen(ctx, func(d store.Due) { wakes <- wakeUp{d.ID, d.At, d.Version} }, on)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -72,38 +78,6 @@ func expectWake(t *testing.T, wakes <-chan wakeUp, id string, due time.Time) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no wake-up for %s", id)
-	}
-}
-
-// Creates, retries and redrives by one instance wake another.
-func TestListen(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
-	listener := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
-	writer := closeAtEnd(t, open(t, url, prefix))
-	wakes, done, cancel := listen(t, listener)
-	waitSubscribed(t, url, redis.WakeChannel(listener, listener.Partition("acme", "p")), 1)
-
-	tk := createIn(t, writer, "acme", "p", 1, 5*time.Second)[0]
-	expectWake(t, wakes, tk.ID, t0.Add(5*time.Second))
-
-	c := claimOne(t, writer, tk.ID, t0.Add(5*time.Second))
-	finishAs(t, writer, c, store.Pending, t0.Add(10*time.Second))
-	expectWake(t, wakes, tk.ID, t0.Add(10*time.Second))
-
-	c = claimOne(t, writer, tk.ID, t0.Add(10*time.Second))
-	finishAs(t, writer, c, store.Failed, time.Time{})
-	if _, err := writer.TaskTransition(ctx, store.Transition{Tenant: "acme", TaskID: tk.ID,
-		From: []store.Status{store.Failed}, To: store.Pending, Now: t0.Add(20 * time.Second)}); err != nil {
-		t.Fatal(err)
-	}
-	expectWake(t, wakes, tk.ID, t0.Add(20*time.Second))
-
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("Listen after its context ended = %v, want context.Canceled", err)
 	}
 }
 
@@ -152,7 +126,7 @@ func TestListenSubscribesAgain(t *testing.T) {
 		redis.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))))
 	writer := closeAtEnd(t, open(t, url, prefix))
 	subscribed := make(chan struct{}, 2)
-	wakes, _, _ := listen(t, listener, redis.OnListening(func() { subscribed <- struct{}{} }))
+	wakes, _, _ := listen(t, listener, func() { subscribed <- struct{}{} })
 	waitFor(t, subscribed, "the first subscription")
 	channel := redis.WakeChannel(listener, listener.Partition("acme", "p"))
 	waitSubscribed(t, url, channel, 1)
@@ -185,26 +159,6 @@ func TestListenSubscribesAgain(t *testing.T) {
 	expectWake(t, wakes, tk.ID, t0)
 	if !strings.Contains(logs.String(), "lost the wake-up subscription") {
 		t.Errorf("log = %q, want the lost subscription", logs.String())
-	}
-}
-
-func TestListenEndsWhenClosed(t *testing.T) {
-	t.Parallel()
-	url := sharedURL(t)
-	s := open(t, url, newPrefix(t, url), redis.WithPartitions(2))
-	_, done, _ := listen(t, s)
-	waitSubscribed(t, url, redis.WakeChannel(s, 1), 1)
-	s.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, store.ErrClosed) {
-			t.Errorf("Listen after Close = %v, want ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Listen did not return after Close")
-	}
-	if err := s.Listen(context.Background(), func(store.Due) {}); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Listen on a closed store = %v, want ErrClosed", err)
 	}
 }
 

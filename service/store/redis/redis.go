@@ -89,6 +89,8 @@ type Store struct {
 
 	creates *coalesce.Coalescer[*store.Task, store.CreateResult] // TaskCreate's batches
 
+	life      context.Context // cancelled by Close: ends every Listen
+	stop      context.CancelFunc
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
@@ -133,6 +135,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redis: open %s: %w", where, err)
 	}
 	s.checkDurability(ctx, where)
+	s.life, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -288,6 +291,7 @@ func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.stop()
 		err = s.rdb.Close()
 	})
 	return err

@@ -40,3 +40,14 @@ func TestConformanceShared(t *testing.T) {
 		return first, second
 	})
 }
+
+// One process owns a SQLite store, so it has no change feed: storetest
+// skips its Feed tests, and retryd runs no feed for it.
+func TestNotAFeed(t *testing.T) {
+	t.Parallel()
+	s, _ := open(t)
+	defer s.Close()
+	if _, ok := any(s).(store.Feed); ok {
+		t.Errorf("%T is a store.Feed", s)
+	}
+}

@@ -14,8 +14,9 @@ import (
 type NewSharedStores func(t *testing.T) (first, second store.Store)
 
 // RunShared runs the tests of several instances on one store: each sees
-// the other's writes, two never claim the same task at once, and a lease
-// taken over by one fences the other. Run closes the stores when each
+// the other's writes, two never claim the same task at once, a lease
+// taken over by one fences the other, and, for a store.Feed, each hears of
+// the tasks the other made due. Run closes the stores when each
 // subtest ends.
 func RunShared(t *testing.T, newStores NewSharedStores) {
 	tests := []struct {
@@ -25,6 +26,7 @@ func RunShared(t *testing.T, newStores NewSharedStores) {
 		{"SeeEachOther", testSeeEachOther},
 		{"ClaimApart", testClaimApart},
 		{"LeaseTakenOver", testLeaseTakenOver},
+		{"Feed", testFeedShared},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

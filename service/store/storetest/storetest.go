@@ -14,7 +14,8 @@
 // The subtests run in parallel, each on a store of its own, so newStore must
 // be safe to call concurrently. Run closes each store when its subtest ends.
 // A backend that several processes can share also runs RunShared, with two
-// stores on the same data.
+// stores on the same data. The tests of store.Feed run for the stores that
+// implement it and are skipped for the others.
 package storetest
 
 import (
@@ -60,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AttemptList", testAttemptList},
 		{"TaskCounts", testTaskCounts},
 		{"Close", testClose},
+		{"Feed", testFeed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/scheduler"
+	"github.com/retrykit/retry/service/store"
 )
 
 // followWait bounds how long Serve waits for the change feed before it
@@ -19,7 +20,7 @@ const followWait = 5 * time.Second
 // the break was not reported. It returns once the feed is first in place
 // (or after followWait, or when ctx ends), so that the scheduler's start-up
 // resync, which the caller starts next, misses nothing either.
-func follow(ctx context.Context, f feed, sched *scheduler.Scheduler, log *slog.Logger) {
+func follow(ctx context.Context, f store.Feed, sched *scheduler.Scheduler, log *slog.Logger) {
 	first := make(chan struct{})
 	var calls atomic.Int64
 	var late atomic.Bool // the scheduler started before the feed was in place
@@ -50,7 +51,7 @@ func follow(ctx context.Context, f feed, sched *scheduler.Scheduler, log *slog.L
 		}
 	}()
 	go func() {
-		err := f(ctx, sched.Wake, onListening)
+		err := f.Listen(ctx, sched.Wake, onListening)
 		if ctx.Err() == nil {
 			// Only a closed store ends a feed early; polling still works.
 			log.Error("store change feed stopped; tasks other instances create wait for the periodic resync", "error", err)

@@ -18,14 +18,18 @@ import (
 // opened is an open store with what retryd needs to know about it.
 type opened struct {
 	store.Store
-	where  string // for logs: the store's kind and place, without secrets
-	follow feed   // nil for a store one process owns (SQLite)
+	where  string     // for logs: the store's kind and place, without secrets
+	follow store.Feed // the store's change feed; nil for a store one process owns (SQLite)
 }
 
-// feed is a shared store's change feed: it calls wake for each task any
-// instance made due (or due sooner) and onListening each time the feed is
-// in place, the first time and after every reconnection, until ctx ends.
-type feed func(ctx context.Context, wake func(store.Due), onListening func()) error
+// newOpened returns st with where, and its change feed if it has one.
+func newOpened(st store.Store, where string) *opened {
+	o := &opened{Store: st, where: where}
+	if f, ok := st.(store.Feed); ok {
+		o.follow = f
+	}
+	return o
+}
 
 // storeKind is the kind of store spec names: "sqlite" (a path or
 // sqlite://path), "postgres" or "redis".
@@ -69,7 +73,7 @@ func openStore(ctx context.Context, c Config, log *slog.Logger) (*opened, error)
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	return &opened{Store: st, where: "sqlite://" + path}, nil
+	return newOpened(st, "sqlite://"+path), nil
 }
 
 // checkStoreFlags refuses flags that do nothing for the kind of store, so
@@ -109,10 +113,7 @@ func openPostgres(ctx context.Context, c Config, log *slog.Logger) (*opened, err
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	follow := func(ctx context.Context, wake func(store.Due), onListening func()) error {
-		return st.Listen(ctx, wake, postgres.OnListening(onListening))
-	}
-	return &opened{Store: st, where: where, follow: follow}, nil
+	return newOpened(st, where), nil
 }
 
 func openRedis(ctx context.Context, c Config, log *slog.Logger) (*opened, error) {
@@ -133,10 +134,7 @@ func openRedis(ctx context.Context, c Config, log *slog.Logger) (*opened, error)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", where, err)
 	}
-	follow := func(ctx context.Context, wake func(store.Due), onListening func()) error {
-		return st.Listen(ctx, wake, redis.OnListening(onListening))
-	}
-	return &opened{Store: st, where: where, follow: follow}, nil
+	return newOpened(st, where), nil
 }
 
 // redactURL returns raw without its password, in the user part or in a
