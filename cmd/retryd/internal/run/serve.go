@@ -81,7 +81,8 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		// A path the mux would clean and redirect (HTML) is a JSON 404.
+		Handler:           api.CanonicalPaths(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		IdleTimeout:       2 * time.Minute,
@@ -96,7 +97,8 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(ctx) }()
 	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Serve(ln) }()
+	// The answers net/http writes itself (431, 400) are JSON too.
+	go func() { srvDone <- srv.Serve(api.Listener(ln)) }()
 
 	select {
 	case <-ctx.Done():
