@@ -88,7 +88,7 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
 	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT\" lines; without it authentication is off")
-	fs.BoolVar(&c.AllowPrivate, "allow-private-targets", false, "let tasks call loopback, private and link-local addresses (not cloud metadata)")
+	fs.BoolVar(&c.AllowPrivate, "allow-private-targets", false, "let tasks call addresses that are not globally reachable (loopback, private, link-local, reserved, documentation; not cloud metadata)")
 	fs.Var(prefixes{&c.AllowTargets}, "allow-target", "let tasks call addresses in this `CIDR` (repeatable)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow a non-loopback listen address without a tokens file")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
