@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -14,7 +13,7 @@ import (
 // names no task.
 func taskID(r *http.Request) (string, error) {
 	id := r.PathValue("taskId")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+	if !store.IsID(id) {
 		return "", errorf(http.StatusNotFound, CodeNotFound, "", "task not found")
 	}
 	return strings.ToLower(id), nil

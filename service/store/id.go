@@ -33,3 +33,26 @@ func NewID() string {
 	hex.Encode(s[24:36], b[10:16])
 	return string(s[:])
 }
+
+// IsID reports whether s is a UUID in canonical text form (hex digits in
+// either case, dashes at 8, 13, 18 and 23): the shape of every task ID. Any
+// version passes, so IDs made before NewID made version 7 ones still do.
+func IsID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

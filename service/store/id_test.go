@@ -32,3 +32,20 @@ func TestNewID(t *testing.T) {
 		}
 	}
 }
+
+func TestIsID(t *testing.T) {
+	for s, want := range map[string]bool{
+		store.NewID():                            true,
+		"9B2E4F7A-1C3D-4E5F-8A9B-0C1D2E3F4A5B":   true,
+		"9b2e4f7a1c3d4e5f8a9b0c1d2e3f4a5b":       false, // no dashes
+		"{9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5b}": false,
+		"urn:uuid:9b2e4f7a-1c3d-4e5f-8a9b-0c1d":  false,
+		"9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5g":   false,
+		"9b2e4f7a-1c3d-4e5f-8a9b_0c1d2e3f4a5b":   false,
+		"":                                       false,
+	} {
+		if got := store.IsID(s); got != want {
+			t.Errorf("IsID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
