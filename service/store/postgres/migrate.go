@@ -5,61 +5,17 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/retrykit/retry/service/store/internal/migrations"
 )
 
 //go:embed migrations/*.up.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change, migrations/NNN_name.up.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations returns the migrations of fsys in order. Their numbers
-// must run 1, 2, 3… without gaps.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	ms := make([]migration, 0, len(names))
-	for _, n := range names {
-		base := strings.TrimSuffix(strings.TrimPrefix(n, "migrations/"), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration file %s: want NNN_name.up.sql", n)
-		}
-		b, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %d (%s): want number %d", m.version, m.name, i+1)
-		}
-	}
-	return ms, nil
-}
-
 // SchemaVersion is the number of the newest migration this package holds.
-func SchemaVersion() int {
-	ms, err := loadMigrations(migrationFiles)
-	if err != nil {
-		return 0
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return migrations.Version(migrationFiles) }
 
 // Migrate applies the embedded migrations the database at url lacks, as
 // Open does, and returns; `retryd migrate` runs it. Of opts only
@@ -96,7 +52,7 @@ func migrateURL(ctx context.Context, url string, fsys fs.FS, opts []Option) erro
 // migrating one schema at once; the second waits and then finds nothing to
 // do. A schema newer than this package's is refused.
 func migrate(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (schema string, err error) {
-	ms, err := loadMigrations(fsys)
+	ms, err := migrations.Load(fsys)
 	if err != nil {
 		return "", err
 	}
@@ -128,19 +84,20 @@ func migrate(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (schema string, er
 	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM retry_schema_migrations`).Scan(&have); err != nil {
 		return "", fmt.Errorf("migrate: %w", err)
 	}
-	if have > len(ms) {
-		return "", fmt.Errorf("migrate: schema %s is version %d, newer than this program's %d", schema, have, len(ms))
+	pending, err := migrations.Pending(ms, have)
+	if err != nil {
+		return "", fmt.Errorf("migrate: schema %s %w", schema, err)
 	}
-	for _, m := range ms[have:] {
+	for _, m := range pending {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO retry_schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name)
+			_, err := tx.Exec(ctx, `INSERT INTO retry_schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
 			return err
 		})
 		if err != nil {
-			return "", fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
+			return "", fmt.Errorf("migration %s: %w", m, err)
 		}
 	}
 	return schema, nil
