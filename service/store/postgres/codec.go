@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/headerjson"
 )
 
 // ts is t as a parameter: NULL for the zero time, else t cut to the
@@ -59,27 +59,16 @@ func scanTask(row pgx.Row) (*store.Task, int64, error) {
 	if t.Body == nil {
 		t.Body = []byte{}
 	}
-	if len(headers) > 0 && string(headers) != "{}" {
-		if err := json.Unmarshal(headers, &t.Headers); err != nil {
-			return nil, 0, fmt.Errorf("task %s headers: %w", t.ID, err)
-		}
+	h, err := headerjson.Decode(headers)
+	if err != nil {
+		return nil, 0, fmt.Errorf("task %s: %w", t.ID, err)
 	}
+	t.Headers = h
 	t.LastError = string(lastError)
 	t.PrevDelay = time.Duration(prevDelay)
 	t.CreatedAt, t.NextAttemptAt, t.BudgetStart = fromTS(created), fromTS(next), fromTS(budget)
 	t.LeaseUntil, t.UpdatedAt, t.FinishedAt = fromTS(lease), fromTS(updated), fromTS(finished)
 	return t, seq, nil
-}
-
-func encodeHeaders(h map[string]string) (string, error) {
-	if len(h) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return "", fmt.Errorf("headers: %w", err)
-	}
-	return string(b), nil
 }
 
 // countsCTE is a WITH item that applies to this connection's row of
@@ -100,21 +89,3 @@ const countsCTE = `counted AS (UPDATE retry_counts c SET
 		count(*) FILTER (WHERE to_s = 'CANCELLED') - count(*) FILTER (WHERE from_s = 'CANCELLED') AS cancelled
 		FROM moves HAVING count(*) FILTER (WHERE from_s IS DISTINCT FROM to_s) > 0) d
 	WHERE c.shard = pg_backend_pid() % 64)`
-
-// known reports whether st is a task state.
-func known(st store.Status) bool {
-	switch st {
-	case store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed, store.Cancelled:
-		return true
-	}
-	return false
-}
-
-// stateOf is the state column's value for a status: LIVE, or the terminal
-// status.
-func stateOf(s store.Status) string {
-	if s.Terminal() {
-		return string(s)
-	}
-	return "LIVE"
-}

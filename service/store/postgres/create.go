@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/feed"
+	"github.com/retrykit/retry/service/store/internal/headerjson"
 )
 
 // deadlockTries bounds the runs of a batch that PostgreSQL aborted to
@@ -128,7 +129,7 @@ func (p *createPlan) check(i int) error {
 	if !textOK(t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method, t.TargetURL) {
 		return fmt.Errorf("a field holds a NUL byte or invalid UTF-8: %w", store.ErrInvalid)
 	}
-	headers, err := encodeHeaders(t.Headers)
+	headers, err := headerjson.Encode(t.Headers)
 	if err != nil {
 		return fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}

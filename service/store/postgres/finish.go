@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/feed"
+	"github.com/retrykit/retry/service/store/internal/prep"
 )
 
 // finishSQL applies a round of finishes, given as parallel arrays, in one
@@ -60,11 +61,11 @@ func (s *Store) TaskFinish(ctx context.Context, fs []store.Finish) ([]error, err
 	var rounds [][]int
 	seen := map[string]int{}
 	for i, f := range fs {
-		switch {
-		case f.Status != store.Succeeded && f.Status != store.Pending && f.Status != store.Exhausted && f.Status != store.Failed:
-			errs[i] = fmt.Errorf("postgres: finish as %q: %w", f.Status, store.ErrInvalid)
+		if err := prep.Finish(&f); err != nil {
+			errs[i] = fmt.Errorf("postgres: %w", err)
 			continue
-		case !textOK(f.TaskID):
+		}
+		if !textOK(f.TaskID) {
 			errs[i] = fmt.Errorf("postgres: task %q: %w", f.TaskID, store.ErrNotFound)
 			continue
 		}
@@ -116,14 +117,7 @@ func (s *Store) finishRound(ctx context.Context, q querier, fs []store.Finish, i
 	)
 	for k, i := range idx {
 		f := &fs[i]
-		at := f.Now
-		if at.IsZero() {
-			at = time.Now()
-		}
-		due := at
-		if !f.NextAttemptAt.IsZero() {
-			due = f.NextAttemptAt
-		}
+		at, due := prep.FinishTimes(f)
 		is[k], ids[k], versions[k], statuses[k] = int32(i), f.TaskID, f.Version, string(f.Status)
 		next[k], now[k] = due.Truncate(time.Millisecond), at.Truncate(time.Millisecond)
 		prevDelay[k], lastError[k], lastStatus[k] = int64(f.PrevDelay), bytesOf(f.LastError), int32(f.LastStatus)

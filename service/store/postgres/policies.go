@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/prep"
 )
 
 // PolicyPut registers a policy; see store.Store.
@@ -19,17 +19,13 @@ func (s *Store) PolicyPut(ctx context.Context, in *store.Policy) (*store.Policy,
 	if s.closed.Load() {
 		return nil, false, store.ErrClosed
 	}
-	if in.Tenant == "" || in.ID == "" || !textOK(in.Tenant, in.ID) {
-		return nil, false, fmt.Errorf("postgres: put policy: empty or malformed tenant or id: %w", store.ErrInvalid)
+	p, err := prep.Policy(in)
+	if err == nil && !textOK(p.Tenant, p.ID) {
+		err = fmt.Errorf("malformed tenant or id: %w", store.ErrInvalid)
 	}
-	p := &store.Policy{Tenant: in.Tenant, ID: in.ID, Spec: bytes.Clone(in.Spec), CreatedAt: in.CreatedAt}
-	if p.Spec == nil {
-		p.Spec = []byte{}
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: put policy: %w", err)
 	}
-	if p.CreatedAt.IsZero() {
-		p.CreatedAt = time.Now()
-	}
-	p.CreatedAt = p.CreatedAt.Truncate(time.Millisecond).UTC()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO retry_policies (tenant, id, created_at, spec) VALUES ($1, $2, $3, $4)
 		ON CONFLICT DO NOTHING`, p.Tenant, p.ID, p.CreatedAt, p.Spec)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
 // TaskCreate stores a new task or returns the one its idempotency key
@@ -131,10 +132,10 @@ func statusLists(statuses []store.Status) (states, exact string, err error) {
 	var st, ex []string
 	live := map[store.Status]bool{}
 	for _, s := range statuses {
-		if !known(s) {
+		if !taskstate.Known(s) {
 			return "", "", fmt.Errorf("status %q: %w", s, store.ErrInvalid)
 		}
-		st, ex = append(st, "'"+stateOf(s)+"'"), append(ex, "'"+string(s)+"'")
+		st, ex = append(st, "'"+taskstate.Of(s)+"'"), append(ex, "'"+string(s)+"'")
 		if !s.Terminal() {
 			live[s] = true
 		}

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/feed"
+	"github.com/retrykit/retry/service/store/internal/prep"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
 // Run-row changes of TaskTransition; $1 is the task's seq, $2 Now.
@@ -29,24 +30,19 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	var change string
-	switch tr.To {
-	case store.Cancelled:
-		change = cancelSQL
-	case store.Pending:
+	now, err := prep.Transition(&tr)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	change := cancelSQL
+	if tr.To == store.Pending {
 		change = redriveSQL
-	default:
-		return nil, fmt.Errorf("postgres: transition to %q: %w", tr.To, store.ErrInvalid)
 	}
 	if !textOK(tr.Tenant, tr.TaskID) {
 		return nil, fmt.Errorf("postgres: task %q: %w", tr.TaskID, store.ErrNotFound)
 	}
-	now := tr.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
 	var out *store.Task
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var seq int64
 		var from store.Status
 		err := tx.QueryRow(ctx, `SELECT r.task_seq, r.status FROM retry_runs r JOIN retry_tasks t ON t.seq = r.task_seq
@@ -63,7 +59,7 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		if _, err := tx.Exec(ctx, change, seq, ts(now)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE retry_tasks SET state = $2 WHERE seq = $1`, seq, stateOf(tr.To)); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE retry_tasks SET state = $2 WHERE seq = $1`, seq, taskstate.Of(tr.To)); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `WITH moves AS (SELECT $1::text AS from_s, $2::text AS to_s), `+countsCTE+` SELECT`,

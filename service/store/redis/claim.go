@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 )
 
 // claimRounds bounds how often TaskClaim looks again for due tasks when
@@ -44,7 +45,7 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	if now.IsZero() {
 		now = time.Now()
 	}
-	nowMs, until := ms(now), ms(now.Add(p.Lease))
+	nowMs, until := epochms.Of(now), epochms.Of(now.Add(p.Lease))
 	var got []claimed
 	var err error
 	if len(p.IDs) > 0 {

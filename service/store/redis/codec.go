@@ -10,22 +10,10 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 )
 
-// Times are stored as epoch milliseconds, 0 for the zero time.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMs(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
+// Times are stored as epoch milliseconds (package epochms).
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
@@ -94,11 +82,11 @@ func taskFields(args []any, t *store.Task, seq int64) []any {
 	if body == nil {
 		body = []byte{}
 	}
-	created := itoa(ms(t.CreatedAt))
-	return append(args, "id", t.ID, "tn", t.Tenant, "ik", t.IdempotencyKey, "next", itoa(ms(t.NextAttemptAt)),
+	created := itoa(epochms.Of(t.CreatedAt))
+	return append(args, "id", t.ID, "tn", t.Tenant, "ik", t.IdempotencyKey, "next", itoa(epochms.Of(t.NextAttemptAt)),
 		"seq", itoa(seq), "rh", t.RequestHash, "url", t.TargetURL, "m", t.Method, "h", encodeHeaders(t.Headers),
 		"b", body, "bb", bin, "pol", t.PolicyID, "st", string(store.Pending), "an", "0", "prev", "0",
-		"bs", itoa(ms(t.BudgetStart)), "le", "", "ls", "0", "lu", "0", "v", "1", "c", created, "u", created,
+		"bs", itoa(epochms.Of(t.BudgetStart)), "le", "", "ls", "0", "lu", "0", "v", "1", "c", created, "u", created,
 		"f", "0", "ca", "0", "ln", "0")
 }
 
@@ -153,25 +141,25 @@ func decodeTask(pairs []any) (*store.Task, error) {
 		case "an":
 			t.AttemptNumber = int(num(v))
 		case "next":
-			t.NextAttemptAt = fromMs(num(v))
+			t.NextAttemptAt = epochms.Time(num(v))
 		case "prev":
 			t.PrevDelay = time.Duration(num(v))
 		case "bs":
-			t.BudgetStart = fromMs(num(v))
+			t.BudgetStart = epochms.Time(num(v))
 		case "le":
 			t.LastError = v
 		case "ls":
 			t.LastStatus = int(num(v))
 		case "lu":
-			t.LeaseUntil = fromMs(num(v))
+			t.LeaseUntil = epochms.Time(num(v))
 		case "v":
 			t.Version = num(v)
 		case "c":
-			t.CreatedAt = fromMs(num(v))
+			t.CreatedAt = epochms.Time(num(v))
 		case "u":
-			t.UpdatedAt = fromMs(num(v))
+			t.UpdatedAt = epochms.Time(num(v))
 		case "f":
-			t.FinishedAt = fromMs(num(v))
+			t.FinishedAt = epochms.Time(num(v))
 		}
 		if err != nil {
 			return nil, err
@@ -202,7 +190,7 @@ func decodeHeaders(s string) (map[string]string, error) {
 // response status, error message and response body. The claim script
 // writes the entries of lost attempts in the same form.
 func encodeAttempt(a *store.Attempt) string {
-	return pack(strconv.Itoa(a.AttemptNumber), itoa(ms(a.StartedAt)), itoa(int64(a.Duration)),
+	return pack(strconv.Itoa(a.AttemptNumber), itoa(epochms.Of(a.StartedAt)), itoa(int64(a.Duration)),
 		strconv.Itoa(a.ResponseStatus), a.ErrorMessage, a.ResponseBody)
 }
 
@@ -217,7 +205,7 @@ func decodeAttempt(taskID, s string) (*store.Attempt, error) {
 			return nil, errCorrupt
 		}
 	}
-	return &store.Attempt{TaskID: taskID, AttemptNumber: int(n[0]), StartedAt: fromMs(n[1]),
+	return &store.Attempt{TaskID: taskID, AttemptNumber: int(n[0]), StartedAt: epochms.Time(n[1]),
 		Duration: time.Duration(n[2]), ResponseStatus: int(n[3]), ErrorMessage: f[4], ResponseBody: f[5]}, nil
 }
 

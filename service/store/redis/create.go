@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
 // createRuns is how many TaskCreateBatch calls the TaskCreate coalescer
@@ -251,7 +252,7 @@ func (c *createCall) add(s *Store, x *newTask) {
 	// twice): no need to look it up among the others.
 	c.keys = append(c.keys, s.k.task(x.l.part, x.t.ID))
 	task := len(c.keys)
-	c.args = append(c.args, task, c.indexes(s.k.indexes(x.l, "LIVE")))
+	c.args = append(c.args, task, c.indexes(s.k.indexes(x.l, taskstate.Live)))
 	n := len(c.args)
 	c.args = taskFields(c.args, &x.t, x.seq)
 	c.args[1] = (len(c.args) - n) / 2

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 )
 
 // TaskDue reports every live task of the partitions this store claims
@@ -73,7 +74,7 @@ func (s *Store) dueOf(ctx context.Context, groups map[int][]string, each func(st
 			if err1 != nil || err2 != nil {
 				return fmt.Errorf("due reply: %w", errCorrupt)
 			}
-			each(store.Due{ID: res[i], At: fromMs(at), Version: v})
+			each(store.Due{ID: res[i], At: epochms.Time(at), Version: v})
 		}
 	}
 	return nil

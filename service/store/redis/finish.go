@@ -3,9 +3,11 @@ package redis
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
+	"github.com/retrykit/retry/service/store/internal/prep"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
 // TaskFinish records outcomes of claimed attempts; see store.Store. The
@@ -34,10 +36,8 @@ func (s *Store) TaskFinish(ctx context.Context, fs []store.Finish) ([]error, err
 	batches := map[int]*finishBatch{}
 	for i := range fs {
 		f := &fs[i]
-		switch f.Status {
-		case store.Succeeded, store.Pending, store.Exhausted, store.Failed:
-		default:
-			errs[i] = fmt.Errorf("redis: finish as %q: %w", f.Status, store.ErrInvalid)
+		if err := prep.Finish(f); err != nil {
+			errs[i] = fmt.Errorf("redis: %w", err)
 			continue
 		}
 		l, ok := locs[f.TaskID]
@@ -101,23 +101,16 @@ func (s *Store) newFinishBatch(p int) *finishBatch {
 // add appends item i, f, of the task at l; see lua/finish.lua for the
 // arguments.
 func (b *finishBatch) add(s *Store, i int, f *store.Finish, l loc) {
-	now := f.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	next := now
-	if !f.NextAttemptAt.IsZero() {
-		next = f.NextAttemptAt
-	}
+	now, next := prep.FinishTimes(f)
 	entry := ""
 	if f.Attempt.AttemptNumber > 0 {
 		entry = encodeAttempt(&f.Attempt)
 	}
-	live, dead := b.indexes(s.k.indexes(l, "LIVE")), 0
+	live, dead := b.indexes(s.k.indexes(l, taskstate.Live)), 0
 	if f.Status != store.Pending {
-		dead = b.indexes(s.k.indexes(l, stateOf(f.Status)))
+		dead = b.indexes(s.k.indexes(l, taskstate.Of(f.Status)))
 	}
 	b.args = append(b.args, f.TaskID, b.key(s.k.task(b.part, f.TaskID)), b.key(s.k.log(b.part, f.TaskID)), f.Version,
-		string(f.Status), ms(next), int64(f.PrevDelay), f.LastError, f.LastStatus, ms(now), entry, live, dead)
+		string(f.Status), epochms.Of(next), int64(f.PrevDelay), f.LastError, f.LastStatus, epochms.Of(now), entry, live, dead)
 	b.items = append(b.items, i)
 }

@@ -5,8 +5,6 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
-
-	"github.com/retrykit/retry/service/store"
 )
 
 // keys names the store's keys under one prefix. Every key a script touches
@@ -106,16 +104,6 @@ func partitionOf(tenant, policy string, n int) int {
 	h.Write([]byte{0})
 	h.Write([]byte(policy))
 	return int(h.Sum64() % uint64(n))
-}
-
-// stateOf is the list index a status belongs to: LIVE for PENDING and
-// IN_FLIGHT, so that claims and retries never touch the indexes, or the
-// terminal status itself.
-func stateOf(s store.Status) string {
-	if s.Terminal() {
-		return string(s)
-	}
-	return "LIVE"
 }
 
 // validPrefix reports whether prefix leaves the hash tags alone: a brace

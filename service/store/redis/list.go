@@ -11,11 +11,8 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
-
-// listStates are the list indexes' states: every status is in one.
-var listStates = []string{"LIVE", string(store.Succeeded), string(store.Exhausted), string(store.Failed),
-	string(store.Cancelled)}
 
 // listed is a task of a list and its creation sequence.
 type listed struct {
@@ -39,14 +36,14 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 		}
 		cursor = "(" + itoa(seq)
 	}
-	states := listStates
+	states := taskstate.All()
 	if len(f.Statuses) > 0 {
 		states = nil
 		for _, st := range f.Statuses {
-			if !known(st) {
+			if !taskstate.Known(st) {
 				return nil, "", fmt.Errorf("redis: list tasks: status %q: %w", st, store.ErrInvalid)
 			}
-			if state := stateOf(st); !slices.Contains(states, state) {
+			if state := taskstate.Of(st); !slices.Contains(states, state) {
 				states = append(states, state)
 			}
 		}

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/prep"
 )
 
 // Policies live per tenant, in two keys sharing the tenant's hash tag: a
@@ -23,19 +24,12 @@ func (s *Store) PolicyPut(ctx context.Context, in *store.Policy) (*store.Policy,
 	if err := s.open("put policy"); err != nil {
 		return nil, false, err
 	}
-	if in.Tenant == "" || in.ID == "" {
-		return nil, false, fmt.Errorf("redis: put policy: empty tenant or id: %w", store.ErrInvalid)
+	p, err := prep.Policy(in)
+	if err != nil {
+		return nil, false, fmt.Errorf("redis: put policy: %w", err)
 	}
-	p := &store.Policy{Tenant: in.Tenant, ID: in.ID, Spec: bytes.Clone(in.Spec), CreatedAt: in.CreatedAt}
-	if p.Spec == nil {
-		p.Spec = []byte{}
-	}
-	if p.CreatedAt.IsZero() {
-		p.CreatedAt = time.Now()
-	}
-	p.CreatedAt = fromMs(ms(p.CreatedAt))
 	c := &call{sc: s.sc.policy, keys: []string{s.k.policies(p.Tenant), s.k.policyIDs(p.Tenant)},
-		args: []any{p.ID, pack(itoa(ms(p.CreatedAt)), string(p.Spec))}}
+		args: []any{p.ID, pack(itoa(epochms.Of(p.CreatedAt)), string(p.Spec))}}
 	s.eval(ctx, c)
 	cur, err := c.cmd.Text()
 	if errors.Is(err, goredis.Nil) {
@@ -63,7 +57,7 @@ func decodePolicy(tenant, id, record string) (*store.Policy, error) {
 	if err != nil {
 		return nil, errCorrupt
 	}
-	return &store.Policy{Tenant: tenant, ID: id, Spec: []byte(f[1]), CreatedAt: fromMs(at)}, nil
+	return &store.Policy{Tenant: tenant, ID: id, Spec: []byte(f[1]), CreatedAt: epochms.Time(at)}, nil
 }
 
 // PolicyGet returns one policy of tenant.

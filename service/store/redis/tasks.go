@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
+	"github.com/retrykit/retry/service/store/internal/prep"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
 // TaskGet returns one task of tenant.
@@ -37,17 +39,14 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 	if err := s.open("transition"); err != nil {
 		return nil, err
 	}
-	if tr.To != store.Cancelled && tr.To != store.Pending {
-		return nil, fmt.Errorf("redis: transition to %q: %w", tr.To, store.ErrInvalid)
+	now, err := prep.Transition(&tr)
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
 	}
 	for _, st := range tr.From {
-		if !known(st) {
+		if !taskstate.Known(st) {
 			return nil, fmt.Errorf("redis: transition from %q: %w", st, store.ErrInvalid)
 		}
-	}
-	now := tr.Now
-	if now.IsZero() {
-		now = time.Now()
 	}
 	l, ok, err := s.locateOne(ctx, tr.Tenant, tr.TaskID)
 	if err != nil {
@@ -58,11 +57,11 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 	}
 	p := l.part
 	keys := []string{s.k.task(p, tr.TaskID), s.k.due(p), s.k.lease(p), s.k.counts(p)}
-	args := []any{s.k.wake(p), tr.TaskID, string(tr.To), ms(now), len(tr.From)}
-	states := []string{stateOf(tr.To)}
+	args := []any{s.k.wake(p), tr.TaskID, string(tr.To), epochms.Of(now), len(tr.From)}
+	states := []string{taskstate.Of(tr.To)}
 	for _, st := range tr.From {
 		args = append(args, string(st))
-		if state := stateOf(st); !slices.Contains(states, state) {
+		if state := taskstate.Of(st); !slices.Contains(states, state) {
 			states = append(states, state)
 		}
 	}
@@ -86,12 +85,4 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 	pairs, _ := res[1].([]any)
 	t, err := decodeTask(pairs)
 	return t, s.fail("transition", err)
-}
-
-func known(st store.Status) bool {
-	switch st {
-	case store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed, store.Cancelled:
-		return true
-	}
-	return false
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
 )
 
@@ -56,7 +57,7 @@ func (s *Store) AttemptList(ctx context.Context, tenant, taskID string, page sto
 			&a.ErrorMessage, &a.ResponseBody); err != nil {
 			return nil, "", fmt.Errorf("sqlite: list attempts: %w", err)
 		}
-		a.StartedAt, a.Duration = fromMs(started), time.Duration(dur)
+		a.StartedAt, a.Duration = epochms.Time(started), time.Duration(dur)
 		items = append(items, a)
 	}
 	if err := rows.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 )
 
 // candidate is a due task TaskClaim may take.
@@ -36,7 +37,7 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	var out []*store.Task
 	var later []store.Due
 	err := s.write(ctx, &writeOp{run: func(w *wtx) (err error) {
-		out, err = w.claimDue(p, ms(now), ms(now.Add(p.Lease)), limit)
+		out, err = w.claimDue(p, epochms.Of(now), epochms.Of(now.Add(p.Lease)), limit)
 		if err == nil && p.Later != nil && len(out) < len(p.IDs) {
 			later, err = w.unclaimed(p.Unclaimed(out))
 		}
@@ -63,7 +64,7 @@ func (w *wtx) unclaimed(ids []string) ([]store.Due, error) {
 				if err := rows.Scan(&d.ID, &wake, &d.Version); err != nil {
 					return err
 				}
-				d.At = fromMs(wake)
+				d.At = epochms.Time(wake)
 				out = append(out, d)
 			}
 			return rows.Err()
@@ -127,7 +128,7 @@ func (w *wtx) claimPending(ids []string, now, leaseUntil int64) ([]claimed, erro
 		return err
 	})
 	for i := range got {
-		got[i].due = ms(got[i].t.NextAttemptAt)
+		got[i].due = epochms.Of(got[i].t.NextAttemptAt)
 		w.move(store.Pending, store.InFlight)
 	}
 	return got, err

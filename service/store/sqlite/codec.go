@@ -1,27 +1,16 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
+	"github.com/retrykit/retry/service/store/internal/headerjson"
 )
 
-// Times are stored as epoch milliseconds, 0 for the zero time.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMs(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
+// Times are stored as epoch milliseconds (package epochms), headers as a
+// JSON object (package headerjson).
 
 // hotCols are the tasks columns scanHot reads, in its order.
 const hotCols = `seq, id, tenant, idempotency_key, request_hash, policy_id, status, attempt_number,
@@ -93,10 +82,10 @@ func (r row) hot(off int) (*store.Task, int64) {
 	h := r[off : off+hotLen]
 	return &store.Task{
 		ID: h.str(1), Tenant: h.str(2), IdempotencyKey: h.str(3), RequestHash: h.str(4), PolicyID: h.str(5),
-		Status: store.Status(h.str(6)), AttemptNumber: int(h.int(7)), NextAttemptAt: fromMs(h.int(8)),
-		PrevDelay: time.Duration(h.int(9)), BudgetStart: fromMs(h.int(10)), LastError: h.str(11),
-		LastStatus: int(h.int(12)), LeaseUntil: fromMs(h.int(13)), Version: h.int(14),
-		CreatedAt: fromMs(h.int(15)), UpdatedAt: fromMs(h.int(16)), FinishedAt: fromMs(h.int(17)),
+		Status: store.Status(h.str(6)), AttemptNumber: int(h.int(7)), NextAttemptAt: epochms.Time(h.int(8)),
+		PrevDelay: time.Duration(h.int(9)), BudgetStart: epochms.Time(h.int(10)), LastError: h.str(11),
+		LastStatus: int(h.int(12)), LeaseUntil: epochms.Time(h.int(13)), Version: h.int(14),
+		CreatedAt: epochms.Time(h.int(15)), UpdatedAt: epochms.Time(h.int(16)), FinishedAt: epochms.Time(h.int(17)),
 	}, h.int(0)
 }
 
@@ -118,11 +107,9 @@ func (r row) payload(off int) payload {
 
 func (p *payload) apply(t *store.Task) error {
 	t.TargetURL, t.Method, t.Body, t.BodyBinary = p.url, p.method, p.body, p.binary
-	t.Headers = nil
-	if p.headers != "" && p.headers != "{}" {
-		if err := json.Unmarshal([]byte(p.headers), &t.Headers); err != nil {
-			return fmt.Errorf("task %s headers: %w", t.ID, err)
-		}
+	var err error
+	if t.Headers, err = headerjson.Decode([]byte(p.headers)); err != nil {
+		return fmt.Errorf("task %s: %w", t.ID, err)
 	}
 	return nil
 }
@@ -139,15 +126,4 @@ func scanTask(sc scanner) (*store.Task, int64, error) {
 		return nil, 0, err
 	}
 	return t, seq, nil
-}
-
-func encodeHeaders(h map[string]string) (string, error) {
-	if len(h) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(h)
-	if err != nil {
-		return "", fmt.Errorf("headers: %w", err)
-	}
-	return string(b), nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 )
 
 // dueSQL reads a batch of live tasks below a seq, newest first: wake_at is
@@ -44,7 +45,7 @@ func dueBatch(ctx context.Context, st *sql.Stmt, below *int64, each func(store.D
 		if err := rows.Scan(below, &d.ID, &wake, &d.Version); err != nil {
 			return n, err
 		}
-		d.At = fromMs(wake)
+		d.At = epochms.Time(wake)
 		each(d)
 		n++
 	}

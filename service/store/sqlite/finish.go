@@ -4,9 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
+	"github.com/retrykit/retry/service/store/internal/prep"
 )
 
 // TaskFinish records outcomes of claimed attempts; see store.Store.
@@ -68,23 +69,14 @@ func (w *wtx) finishRound(items []finishRef) error {
 	var retries, ends [][]any
 	for _, r := range items {
 		f := r.f()
-		switch f.Status {
-		case store.Succeeded, store.Pending, store.Exhausted, store.Failed:
-		default:
-			r.op.errs[r.i] = fmt.Errorf("finish as %q: %w", f.Status, store.ErrInvalid)
+		if err := prep.Finish(f); err != nil {
+			r.op.errs[r.i] = err
 			continue
 		}
 		byID[f.TaskID] = r
-		now := f.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		next := ms(now)
-		if !f.NextAttemptAt.IsZero() {
-			next = ms(f.NextAttemptAt)
-		}
-		row := []any{f.TaskID, f.Version, string(f.Status), next, int64(f.PrevDelay), f.LastError,
-			f.LastStatus, ms(now), min(f.Attempt.AttemptNumber, 1)}
+		now, next := prep.FinishTimes(f)
+		row := []any{f.TaskID, f.Version, string(f.Status), epochms.Of(next), int64(f.PrevDelay), f.LastError,
+			f.LastStatus, epochms.Of(now), min(f.Attempt.AttemptNumber, 1)}
 		if f.Status == store.Pending {
 			retries = append(retries, row)
 		} else {
@@ -145,7 +137,7 @@ func (w *wtx) finished(rows *sql.Rows, byID map[string]finishRef, attempts [][]a
 		f := r.f()
 		w.move(store.InFlight, f.Status)
 		if a := &f.Attempt; a.AttemptNumber > 0 {
-			attempts = append(attempts, []any{seq, n - 1, a.AttemptNumber, ms(a.StartedAt), int64(a.Duration),
+			attempts = append(attempts, []any{seq, n - 1, a.AttemptNumber, epochms.Of(a.StartedAt), int64(a.Duration),
 				a.ResponseStatus, a.ErrorMessage, a.ResponseBody})
 		}
 	}

@@ -6,27 +6,21 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/prep"
 )
 
 // PolicyPut registers a policy; see store.Store.
 func (s *Store) PolicyPut(ctx context.Context, in *store.Policy) (*store.Policy, bool, error) {
-	if in.Tenant == "" || in.ID == "" {
-		return nil, false, fmt.Errorf("sqlite: put policy: empty tenant or id: %w", store.ErrInvalid)
+	p, err := prep.Policy(in)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: put policy: %w", err)
 	}
-	p := &store.Policy{Tenant: in.Tenant, ID: in.ID, Spec: bytes.Clone(in.Spec), CreatedAt: in.CreatedAt}
-	if p.Spec == nil {
-		p.Spec = []byte{}
-	}
-	if p.CreatedAt.IsZero() {
-		p.CreatedAt = time.Now()
-	}
-	p.CreatedAt = fromMs(ms(p.CreatedAt))
 	created := false
-	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
+	err = s.write(ctx, &writeOp{run: func(w *wtx) error {
 		created = false // the writer may run this again (see runBatch)
 		var spec []byte
 		var at int64
@@ -35,14 +29,14 @@ func (s *Store) PolicyPut(ctx context.Context, in *store.Policy) (*store.Policy,
 		case err == nil && !bytes.Equal(spec, p.Spec):
 			return fmt.Errorf("policy %s is registered with another spec: %w", p.ID, store.ErrConflict)
 		case err == nil:
-			p.CreatedAt = fromMs(at)
+			p.CreatedAt = epochms.Time(at)
 			return nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
 		created = true
 		_, err = w.exec(`INSERT INTO policies (tenant, id, spec, created_at) VALUES (?, ?, ?, ?)`,
-			p.Tenant, p.ID, p.Spec, ms(p.CreatedAt))
+			p.Tenant, p.ID, p.Spec, epochms.Of(p.CreatedAt))
 		return err
 	}})
 	if err != nil {
@@ -66,7 +60,7 @@ func (s *Store) PolicyGet(ctx context.Context, tenant, id string) (*store.Policy
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get policy: %w", err)
 	}
-	p.CreatedAt = fromMs(at)
+	p.CreatedAt = epochms.Time(at)
 	return p, nil
 }
 
@@ -99,7 +93,7 @@ func (s *Store) PolicyList(ctx context.Context, tenant string, page store.Page) 
 		if err := rows.Scan(&p.ID, &p.Spec, &at); err != nil {
 			return nil, "", fmt.Errorf("sqlite: list policies: %w", err)
 		}
-		p.CreatedAt = fromMs(at)
+		p.CreatedAt = epochms.Time(at)
 		items = append(items, p)
 	}
 	if err := rows.Err(); err != nil {

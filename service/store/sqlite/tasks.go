@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
+	"github.com/retrykit/retry/service/store/internal/headerjson"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/prep"
+	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
 // TaskCreate stores a new task or returns the one its idempotency key
@@ -33,7 +36,7 @@ func (s *Store) TaskCreateBatch(ctx context.Context, in []*store.Task) ([]store.
 		ts[i] = *t
 		err := ts[i].CreateDefaults()
 		if err == nil {
-			headers[i], err = encodeHeaders(ts[i].Headers)
+			headers[i], err = headerjson.Encode(ts[i].Headers)
 		}
 		if err != nil {
 			refused[i] = fmt.Errorf("sqlite: create task: %w", err)
@@ -79,8 +82,8 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 		claimed_at, version, log_count, created_at, updated_at, finished_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0)
 		ON CONFLICT DO NOTHING RETURNING seq`,
-		t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, ms(t.NextAttemptAt),
-		ms(t.BudgetStart), ms(t.CreatedAt)).Scan(&seq)
+		t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, epochms.Of(t.NextAttemptAt),
+		epochms.Of(t.BudgetStart), epochms.Of(t.CreatedAt)).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return w.taken(t)
 	}
@@ -199,51 +202,30 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 func statusLists(statuses []store.Status) (states, exact string, err error) {
 	var st, ex []string
 	for _, s := range statuses {
-		if !known(s) {
+		if !taskstate.Known(s) {
 			return "", "", fmt.Errorf("status %q: %w", s, store.ErrInvalid)
 		}
-		st, ex = append(st, "'"+stateOf(s)+"'"), append(ex, "'"+string(s)+"'")
+		st, ex = append(st, "'"+taskstate.Of(s)+"'"), append(ex, "'"+string(s)+"'")
 	}
 	slices.Sort(st)
 	slices.Sort(ex)
 	return strings.Join(slices.Compact(st), ", "), strings.Join(slices.Compact(ex), ", "), nil
 }
 
-// stateOf is the indexed state of a status: LIVE, or the terminal status.
-func stateOf(s store.Status) string {
-	if s.Terminal() {
-		return string(s)
-	}
-	return "LIVE"
-}
-
-func known(st store.Status) bool {
-	switch st {
-	case store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed, store.Cancelled:
-		return true
-	}
-	return false
-}
-
 // TaskTransition cancels or redrives a task; see store.Store.
 func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store.Task, error) {
-	var set string
-	switch tr.To {
-	case store.Cancelled:
-		set = `state = 'CANCELLED', status = 'CANCELLED', finished_at = ?1, updated_at = ?1, version = version + 1`
-	case store.Pending:
+	now, err := prep.Transition(&tr)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	set := `state = 'CANCELLED', status = 'CANCELLED', finished_at = ?1, updated_at = ?1, version = version + 1`
+	if tr.To == store.Pending {
 		set = `state = 'LIVE', status = 'PENDING', wake_at = ?1, attempt_number = 0, prev_delay_ns = 0, last_error = '', last_status = 0,
 			next_attempt_at = ?1, budget_start = ?1, finished_at = 0, lease_until = 0, updated_at = ?1,
 			version = version + 1`
-	default:
-		return nil, fmt.Errorf("sqlite: transition to %q: %w", tr.To, store.ErrInvalid)
-	}
-	now := tr.Now
-	if now.IsZero() {
-		now = time.Now()
 	}
 	var out *store.Task
-	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
+	err = s.write(ctx, &writeOp{run: func(w *wtx) error {
 		var seq int64
 		var from store.Status
 		err := w.queryRow(`SELECT seq, status FROM tasks WHERE id = ? AND tenant = ?`, tr.TaskID, tr.Tenant).Scan(&seq, &from)
@@ -256,7 +238,7 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		if !slices.Contains(tr.From, from) {
 			return fmt.Errorf("task %s is %s: %w", tr.TaskID, from, store.ErrConflict)
 		}
-		if _, err := w.exec(`UPDATE tasks SET `+set+` WHERE seq = ?2`, ms(now), seq); err != nil {
+		if _, err := w.exec(`UPDATE tasks SET `+set+` WHERE seq = ?2`, epochms.Of(now), seq); err != nil {
 			return err
 		}
 		w.move(from, tr.To)
