@@ -229,8 +229,8 @@ func TestMetricsAndHealth(t *testing.T) {
 		"/healthz": {"ok"},
 		"/readyz":  {"ok"},
 		"/metrics": {
-			`retry_attempts_total{outcome="retry",policy="quick"} 1`,
-			`retry_attempts_total{outcome="succeeded",policy="quick"} 1`,
+			`retry_attempts_total{outcome="retry",policy="quick",tenant="default"} 1`,
+			`retry_attempts_total{outcome="succeeded",policy="quick",tenant="default"} 1`,
 			`retry_tasks{status="SUCCEEDED"} 1`,
 			`retry_dead_letters 0`,
 			`retry_dispatch_lag_seconds_count 2`,

@@ -20,6 +20,10 @@
 //	--workers               RETRYD_WORKERS                attempts in flight at once (256)
 //	--lease                 RETRYD_LEASE                  claim lease (1m); must exceed --attempt-timeout by 1s
 //	--tokens-file           RETRYD_TOKENS_FILE            "TOKEN TENANT" lines; none means auth off
+//	--metrics-token-file    RETRYD_METRICS_TOKEN_FILE     bearer tokens (one a line) that read /metrics; not tenants'
+//	--metrics-listen        RETRYD_METRICS_LISTEN         host:port serving /metrics (and the probes) instead of --listen
+//	--metrics-max-policies  RETRYD_METRICS_MAX_POLICIES   tenant/policy pairs labelled in retry_attempts_total (1000)
+//	--metrics-max-policies-per-tenant                     of them, per tenant (100); RETRYD_METRICS_MAX_POLICIES_PER_TENANT
 //	--allow-private-targets RETRYD_ALLOW_PRIVATE_TARGETS  allow loopback, private, link-local targets
 //	--allow-target          RETRYD_ALLOW_TARGET           CIDR allowed as a target (repeatable; comma-separated in the variable)
 //	--insecure              RETRYD_INSECURE               allow a non-loopback --listen without a tokens file
@@ -32,6 +36,13 @@
 // Targets on loopback or private addresses are refused unless allowed: to
 // try retryd against a server on this machine, start it with
 // --allow-target 127.0.0.1/32.
+//
+// /metrics shows every tenant's policy IDs and counts, so with
+// --tokens-file it needs a credential of its own: a token of
+// --metrics-token-file, or a listener of its own (--metrics-listen, open
+// unless --metrics-token-file is given too). With neither, /metrics answers
+// 401 to every request; a tenant's token never opens it. Without
+// --tokens-file it is open unless --metrics-token-file is given.
 //
 // Several instances may share a PostgreSQL or Redis store; docs/SCALING.md
 // says how, and what the store must guarantee.

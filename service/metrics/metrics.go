@@ -1,11 +1,12 @@
 // Package metrics holds retryd's Prometheus collectors and its health
 // endpoints. Each Metrics has its own registry, so two retryd instances in
 // one process (tests do this) never share counters. Attempts are counted
-// from the scheduler's events: Metrics is a retry.Observer.
+// from the scheduler's events: Metrics is a retry.Observer, and hears the
+// task's tenant through ObserveTenant.
 //
 // The collectors:
 //
-//	retry_attempts_total{outcome, policy}          attempts, by outcome (below) and policy ID
+//	retry_attempts_total{outcome, policy, tenant}  attempts, by outcome (below), tenant and policy ID (bounded: see Limits)
 //	retry_attempt_duration_seconds{outcome}        how long each attempt took, by outcome
 //	retry_dispatch_lag_seconds                     start of an attempt minus its due time
 //	retry_task_age_seconds{status}                 creation to terminal state, by that state
@@ -53,7 +54,7 @@ const (
 // checks.
 type Metrics struct {
 	reg         *prometheus.Registry
-	attempts    *prometheus.CounterVec
+	attempts    *attempts
 	durations   *prometheus.HistogramVec
 	durationBy  [len(attemptOutcomes)]prometheus.Observer // durations' series, by attemptOutcomes' index
 	taskAge     *prometheus.HistogramVec
@@ -63,17 +64,15 @@ type Metrics struct {
 
 // New registers retryd's collectors, the Go runtime's and the process's on
 // a new registry. counts, when not nil, is asked for task counts on every
-// scrape (retry_tasks{status} and retry_dead_letters).
-func New(counts Counter, log *slog.Logger) *Metrics {
+// scrape (retry_tasks{status} and retry_dead_letters). lim bounds the
+// policy labels of retry_attempts_total; its zero value takes the defaults.
+func New(counts Counter, log *slog.Logger, lim Limits) *Metrics {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "retry_attempts_total",
-			Help: "Attempts made, by outcome (the task's state after the attempt) and policy.",
-		}, []string{"outcome", "policy"}),
+		reg:      prometheus.NewRegistry(),
+		attempts: newAttempts(lim, log),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "retry_attempt_duration_seconds",
 			Help:    "Time an attempt took, from sending the request to its answer or error, by outcome.",
@@ -97,7 +96,7 @@ func New(counts Counter, log *slog.Logger) *Metrics {
 	for i, o := range attemptOutcomes {
 		m.durationBy[i] = m.durations.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.attempts, m.durations, m.taskAge, m.lag, m.deadLetters,
+	m.reg.MustRegister(m.attempts.vec, m.durations, m.taskAge, m.lag, m.deadLetters,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if counts != nil {
 		m.reg.MustRegister(&statusCollector{counts: counts, log: log})
@@ -122,15 +121,23 @@ func (m *Metrics) Lag(d time.Duration) {
 	m.lag.Observe(max(d, 0).Seconds())
 }
 
-// Observe counts the attempt e ended, by outcome (see the Outcome…
-// constants) and policy ID (e.Name), and records its duration. Metrics is
-// the scheduler's retry.Observer.
-func (m *Metrics) Observe(_ context.Context, e retry.Event) {
+// Observe counts the attempt e ended as ObserveTenant does, under the
+// tenant "" (no tenant): for callers that have none. Metrics is a
+// retry.Observer.
+func (m *Metrics) Observe(ctx context.Context, e retry.Event) {
+	m.ObserveTenant(ctx, "", e)
+}
+
+// ObserveTenant counts the attempt e ended, by outcome (see the Outcome…
+// constants), tenant and policy ID (e.Name; OtherPolicy beyond the
+// Limits), and records its duration. The scheduler calls it for every
+// recorded attempt, with the task's tenant (scheduler.TenantObserver).
+func (m *Metrics) ObserveTenant(_ context.Context, tenant string, e retry.Event) {
 	if m == nil {
 		return
 	}
 	i := outcomeIndex(&e)
-	m.attempts.WithLabelValues(attemptOutcomes[i], e.Name).Inc()
+	m.attempts.inc(tenant, e.Name, i)
 	m.durationBy[i].Observe(max(e.Duration, 0).Seconds())
 }
 
@@ -151,13 +158,14 @@ func outcomeIndex(e *retry.Event) int {
 	return 2
 }
 
-// LeaseLost counts an attempt of policy whose outcome was dropped because
-// its lease had run out and another worker had taken the task over.
-func (m *Metrics) LeaseLost(policy string) {
+// LeaseLost counts an attempt of tenant's policy whose outcome was dropped
+// because its lease had run out and another worker had taken the task
+// over; the policy label is bounded as ObserveTenant's.
+func (m *Metrics) LeaseLost(tenant, policy string) {
 	if m == nil {
 		return
 	}
-	m.attempts.WithLabelValues(OutcomeLeaseLost, policy).Inc()
+	m.attempts.inc(tenant, policy, leaseLostIndex)
 }
 
 // Terminal records a task that reached a terminal state: its age, and for

@@ -32,7 +32,7 @@ func scrape(t *testing.T, h http.Handler) string {
 
 func TestMetricsRecords(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(nil, nil)
+	m := metrics.New(nil, nil, metrics.Limits{})
 	ctx := context.Background()
 	m.Observe(ctx, retry.Event{Outcome: retry.Retrying, Name: "p1", Attempt: 1, Duration: 3 * time.Millisecond})
 	m.Observe(ctx, retry.Event{Outcome: retry.Retrying, Name: "p1", Attempt: 2, Duration: 2 * time.Second})
@@ -43,8 +43,8 @@ func TestMetricsRecords(t *testing.T) {
 	m.Terminal(store.Exhausted, time.Minute)
 	got := scrape(t, m.Handler())
 	for _, want := range []string{
-		`retry_attempts_total{outcome="retry",policy="p1"} 2`,
-		`retry_attempts_total{outcome="succeeded",policy="p1"} 1`,
+		`retry_attempts_total{outcome="retry",policy="p1",tenant=""} 2`,
+		`retry_attempts_total{outcome="succeeded",policy="p1",tenant=""} 1`,
 		`retry_attempt_duration_seconds_count{outcome="retry"} 2`,
 		`retry_attempt_duration_seconds_bucket{outcome="retry",le="0.005"} 1`,
 		`retry_attempt_duration_seconds_bucket{outcome="retry",le="2.5"} 2`,
@@ -66,12 +66,12 @@ func TestMetricsRecords(t *testing.T) {
 	}
 }
 
-// TestObserveLabels: every event is counted under the label
+// TestObserveLabels: every event is counted under the outcome label
 // retry_attempts_total has always had for the task's state after it, so
-// that dashboards read the same series.
+// that dashboards read the same series, and under its tenant and policy.
 func TestObserveLabels(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(nil, nil)
+	m := metrics.New(nil, nil, metrics.Limits{})
 	ctx := context.Background()
 	for _, e := range []retry.Event{
 		{Outcome: retry.Succeeded, Name: "a", Attempt: 1},
@@ -81,17 +81,17 @@ func TestObserveLabels(t *testing.T) {
 		{Outcome: retry.GaveUp, Name: "b", Attempt: 1, Reason: retry.ErrNotRetryable},
 		{Outcome: retry.GaveUp, Name: "b", Attempt: 1, Reason: retry.ErrQuotaExhausted},
 	} {
-		m.Observe(ctx, e)
+		m.ObserveTenant(ctx, "t", e)
 	}
-	m.LeaseLost("b")
+	m.LeaseLost("t", "b")
 	got := scrape(t, m.Handler())
 	for _, want := range []string{
-		`retry_attempts_total{outcome="succeeded",policy="a"} 1`,
-		`retry_attempts_total{outcome="retry",policy="a"} 1`,
-		`retry_attempts_total{outcome="exhausted",policy="a"} 2`,
-		`retry_attempts_total{outcome="failed",policy="b"} 1`,
-		`retry_attempts_total{outcome="exhausted",policy="b"} 1`,
-		`retry_attempts_total{outcome="lease_lost",policy="b"} 1`,
+		`retry_attempts_total{outcome="succeeded",policy="a",tenant="t"} 1`,
+		`retry_attempts_total{outcome="retry",policy="a",tenant="t"} 1`,
+		`retry_attempts_total{outcome="exhausted",policy="a",tenant="t"} 2`,
+		`retry_attempts_total{outcome="failed",policy="b",tenant="t"} 1`,
+		`retry_attempts_total{outcome="exhausted",policy="b",tenant="t"} 1`,
+		`retry_attempts_total{outcome="lease_lost",policy="b",tenant="t"} 1`,
 		`retry_attempt_duration_seconds_count{outcome="exhausted"} 3`,
 		`retry_attempt_duration_seconds_count{outcome="failed"} 1`,
 	} {
@@ -111,7 +111,8 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	var m *metrics.Metrics
 	m.Observe(context.Background(), retry.Event{Outcome: retry.GaveUp, Reason: retry.ErrNotRetryable})
-	m.LeaseLost("p")
+	m.LeaseLost("t", "p")
+	m.ObserveTenant(context.Background(), "t", retry.Event{Outcome: retry.Succeeded})
 	m.Lag(time.Second)
 	m.Terminal(store.Failed, time.Second)
 }

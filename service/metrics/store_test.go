@@ -40,7 +40,7 @@ func TestTaskGaugesReadTheStore(t *testing.T) {
 			}
 		}
 	}
-	got := scrape(t, metrics.New(st, nil).Handler())
+	got := scrape(t, metrics.New(st, nil, metrics.Limits{}).Handler())
 	for _, want := range []string{
 		`retry_tasks{status="PENDING"} 2`,
 		`retry_tasks{status="CANCELLED"} 1`,
@@ -79,7 +79,7 @@ func TestGaugesLeftOutWhenTheStoreFails(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
 	st.Close()
-	got := scrape(t, metrics.New(st, nil).Handler())
+	got := scrape(t, metrics.New(st, nil, metrics.Limits{}).Handler())
 	if strings.Contains(got, "retry_tasks{") {
 		t.Fatalf("scrape has task gauges from a closed store:\n%s", got)
 	}

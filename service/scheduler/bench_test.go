@@ -19,7 +19,7 @@ import (
 type doneRecorder struct{ done atomic.Int64 }
 
 func (r *doneRecorder) Lag(time.Duration)                    {}
-func (r *doneRecorder) LeaseLost(string)                     {}
+func (r *doneRecorder) LeaseLost(string, string)             {}
 func (r *doneRecorder) Terminal(store.Status, time.Duration) { r.done.Add(1) }
 
 // BenchmarkAttempts pushes b.N tasks, one successful attempt each, through

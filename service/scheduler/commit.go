@@ -115,7 +115,7 @@ func (s *Scheduler) observe(ctx context.Context, b finished, err error) {
 		// Fencing at work: our lease ran out and another worker took the
 		// task over; its outcome, not ours, counts.
 		s.log.Warn("scheduler: lease lost; outcome dropped", "task", b.f.TaskID, "attempt", b.task.AttemptNumber)
-		s.rec.LeaseLost(b.task.PolicyID)
+		s.rec.LeaseLost(b.task.Tenant, b.task.PolicyID)
 		return
 	case err != nil:
 		s.log.Error("scheduler: outcome refused by the store", "task", b.f.TaskID, "error", err)
@@ -133,7 +133,10 @@ func (s *Scheduler) observe(ctx context.Context, b finished, err error) {
 		}
 	case s.obs != nil || debug:
 		e := event(b)
-		if s.obs != nil {
+		switch {
+		case s.tobs != nil:
+			s.tobs.ObserveTenant(ctx, b.task.Tenant, e)
+		case s.obs != nil:
 			s.obs.Observe(ctx, e)
 		}
 		if debug {

@@ -194,7 +194,7 @@ func TestDebugLogsEachAttemptOnce(t *testing.T) {
 	}
 }
 
-// lostLeases counts what a Recorder hears of lost leases.
+// lostLeases counts what a Recorder hears of lost leases: "tenant/policy".
 type lostLeases struct {
 	mu       sync.Mutex
 	policies []string
@@ -202,9 +202,9 @@ type lostLeases struct {
 
 func (*lostLeases) Lag(time.Duration)                    {}
 func (*lostLeases) Terminal(store.Status, time.Duration) {}
-func (r *lostLeases) LeaseLost(policy string) {
+func (r *lostLeases) LeaseLost(tenant, policy string) {
 	r.mu.Lock()
-	r.policies = append(r.policies, policy)
+	r.policies = append(r.policies, tenant+"/"+policy)
 	r.mu.Unlock()
 }
 
@@ -251,10 +251,47 @@ func TestLeaseLostIsNoAttemptEvent(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	if got := rec.all(); len(got) != 1 || got[0] != "pol" {
-		t.Fatalf("lost leases %q, want [pol]", got)
+	if got := rec.all(); len(got) != 1 || got[0] != tenant+"/pol" {
+		t.Fatalf("lost leases %q, want [%s/pol]", got, tenant)
 	}
 	if es := h.all(); len(es) != 0 {
 		t.Fatalf("the observer heard %+v of an outcome the store refused", es)
+	}
+}
+
+// tenantHeard is a TenantObserver keeping the tenant of every event.
+type tenantHeard struct {
+	heard
+	tenants []string
+}
+
+func (h *tenantHeard) Observe(context.Context, retry.Event) {
+	panic("Observe called on a TenantObserver")
+}
+
+func (h *tenantHeard) ObserveTenant(ctx context.Context, tenant string, e retry.Event) {
+	h.mu.Lock()
+	h.tenants = append(h.tenants, tenant)
+	h.mu.Unlock()
+	h.heard.Observe(ctx, e)
+}
+
+// TestTenantObserverHearsTheTenant: an Observer that is a TenantObserver is
+// told the task's tenant with each event, in place of Observe.
+func TestTenantObserverHearsTheTenant(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	tg := newTarget(t, 503, 200)
+	putPolicy(t, st, "pol", retry.Policy{MaxAttempts: 3, Backoff: backoffFixed(10 * time.Millisecond)})
+	addTask(t, st, tg.URL+"/hook", "pol")
+	h := &tenantHeard{}
+	start(t, st, options{cfg: scheduler.Config{Observer: h}})
+	if es := h.waitEvents(t, 2); len(es) != 2 || es[0].Name != "pol" || es[1].Outcome != retry.Succeeded {
+		t.Fatalf("events %+v, want a retry then a success of pol", es)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.tenants) != 2 || h.tenants[0] != tenant || h.tenants[1] != tenant {
+		t.Fatalf("tenants %q, want [%s %s]", h.tenants, tenant, tenant)
 	}
 }

@@ -58,8 +58,17 @@ const maxClaimAhead = time.Second
 // from many goroutines at once.
 type Recorder interface {
 	Lag(d time.Duration)                             // attempt start minus due time
-	LeaseLost(policy string)                         // an attempt's outcome dropped: its lease was lost
+	LeaseLost(tenant, policy string)                 // an attempt's outcome dropped: its lease was lost
 	Terminal(status store.Status, age time.Duration) // a task reached a terminal state
+}
+
+// TenantObserver is an Observer that is told whose task an attempt was:
+// when Config.Observer is one, the scheduler calls ObserveTenant, with the
+// task's tenant, in place of Observe. *metrics.Metrics is one, so that two
+// tenants' policies of one ID are counted apart.
+type TenantObserver interface {
+	retry.Observer
+	ObserveTenant(ctx context.Context, tenant string, e retry.Event)
 }
 
 // Store is what the scheduler needs of a store (every store.Store has it):
@@ -88,7 +97,8 @@ type Config struct {
 	// with the response's status for retry.StatusCode, Elapsed counted
 	// from the start of the task's budget. It is called from the
 	// committing goroutine, one outcome after another: it must be quick.
-	// *metrics.Metrics is one; nil hears nothing.
+	// *metrics.Metrics is one; nil hears nothing. An Observer that is a
+	// TenantObserver is told the task's tenant too.
 	Observer retry.Observer
 	Logger   *slog.Logger // nil discards; at Debug, every attempt's event is logged with retry.Log
 
@@ -133,6 +143,7 @@ type Scheduler struct {
 	disp       *dispatch.Dispatcher
 	rec        Recorder
 	obs        retry.Observer
+	tobs       TenantObserver // obs, when it is one
 	log        *slog.Logger
 	pols       policyCache
 	storeRetry retry.Policy
@@ -190,6 +201,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.rec == nil {
 		s.rec = nopRecorder{}
 	}
+	s.tobs, _ = s.obs.(TenantObserver)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -250,10 +262,10 @@ func signal(c chan struct{}) {
 type nopRecorder struct{}
 
 func (nopRecorder) Lag(time.Duration)                    {}
-func (nopRecorder) LeaseLost(string)                     {}
+func (nopRecorder) LeaseLost(string, string)             {}
 func (nopRecorder) Terminal(store.Status, time.Duration) {}
 
 var (
 	_ Recorder       = (*metrics.Metrics)(nil)
-	_ retry.Observer = (*metrics.Metrics)(nil)
+	_ TenantObserver = (*metrics.Metrics)(nil)
 )

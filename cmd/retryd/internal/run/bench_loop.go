@@ -163,7 +163,7 @@ func (b *benchRecorder) Lag(d time.Duration) {
 }
 
 func (b *benchRecorder) Observe(context.Context, retry.Event) { b.attempts.Add(1) }
-func (b *benchRecorder) LeaseLost(string)                     { b.attempts.Add(1) }
+func (b *benchRecorder) LeaseLost(string, string)             { b.attempts.Add(1) }
 func (b *benchRecorder) Terminal(store.Status, time.Duration) { b.terminal.Add(1) }
 func (b *benchRecorder) waitTerminal(ctx context.Context, n int64) error {
 	for b.terminal.Load() < n {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/scheduler"
 )
 
@@ -34,14 +35,23 @@ type Config struct {
 	Workers         int
 	Lease           time.Duration
 	TokensFile      string
-	AllowPrivate    bool
-	AllowTargets    []netip.Prefix
-	Insecure        bool
-	LogFormat       string
-	LogLevel        string
-	AttemptTimeout  time.Duration
-	ConnectTimeout  time.Duration
-	ShutdownGrace   time.Duration
+	// MetricsListen, when set, is where /metrics (and the probes) are
+	// served, and no longer on Listen.
+	MetricsListen string
+	// MetricsTokenFile holds the bearer tokens that read /metrics.
+	MetricsTokenFile string
+	// MetricsMaxPolicies and MetricsMaxPoliciesPerTenant bound the policy
+	// labels of retry_attempts_total (metrics.Limits).
+	MetricsMaxPolicies          int
+	MetricsMaxPoliciesPerTenant int
+	AllowPrivate                bool
+	AllowTargets                []netip.Prefix
+	Insecure                    bool
+	LogFormat                   string
+	LogLevel                    string
+	AttemptTimeout              time.Duration
+	ConnectTimeout              time.Duration
+	ShutdownGrace               time.Duration
 }
 
 // prefixes is a repeatable CIDR flag.
@@ -87,7 +97,18 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	storeFlags(fs, c)
 	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
-	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT\" lines; without it authentication is off")
+	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT\" lines; without it authentication is off (with it, /metrics needs --metrics-token-file or --metrics-listen)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", "",
+		"serve /metrics on this address (`host:port`) instead of --listen's, with /healthz and /readyz (which stay on --listen too); "+
+			"open unless --metrics-token-file is given, so bind it where only Prometheus reaches")
+	fs.StringVar(&c.MetricsTokenFile, "metrics-token-file", "",
+		"file of bearer tokens, one a line, that read /metrics (not tenants' tokens); "+
+			"with --tokens-file and neither this nor --metrics-listen, /metrics answers 401 to every request")
+	fs.IntVar(&c.MetricsMaxPolicies, "metrics-max-policies", metrics.DefaultMaxPolicies,
+		"tenant/policy pairs with a policy label of their own in retry_attempts_total, all tenants together; "+
+			"later ones are counted under policy=\""+metrics.OtherPolicy+"\" of their tenant")
+	fs.IntVar(&c.MetricsMaxPoliciesPerTenant, "metrics-max-policies-per-tenant", metrics.DefaultMaxPoliciesPerTenant,
+		"of those pairs, the most one tenant may have")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-targets", false, "let tasks call addresses that are not globally reachable (loopback, private, link-local, reserved, documentation; not cloud metadata)")
 	fs.Var(prefixes{&c.AllowTargets}, "allow-target", "let tasks call addresses in this `CIDR` (repeatable)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "allow a non-loopback listen address without a tokens file")

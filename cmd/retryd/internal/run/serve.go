@@ -32,6 +32,10 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
+	metricsTokens, err := metricsAccess(c, tokens, log)
+	if err != nil {
+		return err
+	}
 	o, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
@@ -49,7 +53,7 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		MaxIdlePerHost: c.Workers,
 	})
 	defer disp.Close()
-	m := metrics.New(st, log)
+	m := metrics.New(st, log, metrics.Limits{Policies: c.MetricsMaxPolicies, PoliciesPerTenant: c.MetricsMaxPoliciesPerTenant})
 	sched, err := scheduler.New(scheduler.Config{
 		// The metrics count attempts from the scheduler's events; at
 		// Debug, the scheduler logs each of them itself (retry.Log).
@@ -70,8 +74,11 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		follow(feedCtx, o.follow, sched, log)
 		go watchLeases(feedCtx, st, sched, c.Lease, log)
 	}
+	scrape, metricsAuth := metricsHandler(m, c, tokens, metricsTokens)
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	if c.MetricsListen == "" {
+		mux.Handle("GET /metrics", scrape)
+	}
 	mux.Handle("GET /healthz", metrics.Healthy())
 	mux.Handle("GET /readyz", metrics.Ready(st))
 	mux.Handle("/", apiHandler)
@@ -80,45 +87,73 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		// A path the mux would clean and redirect (HTML) is a JSON 404.
-		Handler:           api.CanonicalPaths(mux),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	// A path the mux would clean and redirect (HTML) is a JSON 404.
+	srvs := []*http.Server{newServer(api.CanonicalPaths(mux), log)}
+	lns := []net.Listener{ln}
+	metricsURL := "http://" + ln.Addr().String() + "/metrics"
+	if c.MetricsListen != "" {
+		mln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		srvs = append(srvs, newServer(metricsMux(scrape, st), log))
+		lns = append(lns, mln)
+		metricsURL = "http://" + mln.Addr().String() + "/metrics"
 	}
 	log.Info("retryd listening", "url", "http://"+ln.Addr().String(), "store", o.where,
-		"workers", c.Workers, "allow_private_targets", c.AllowPrivate, "allow_targets", prefixes{&c.AllowTargets}.String())
+		"workers", c.Workers, "allow_private_targets", c.AllowPrivate, "allow_targets", prefixes{&c.AllowTargets}.String(),
+		"metrics_url", metricsURL, "metrics_access", metricsAuth)
 	if ready != nil {
 		ready <- ln.Addr()
 	}
 
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- sched.Run(ctx) }()
-	srvDone := make(chan error, 1)
-	// The answers net/http writes itself (431, 400) are JSON too.
-	go func() { srvDone <- srv.Serve(api.Listener(ln)) }()
+	srvDone := make(chan error, len(srvs))
+	for i, srv := range srvs {
+		// The answers net/http writes itself (431, 400) are JSON too.
+		go func() { srvDone <- srv.Serve(api.Listener(lns[i])) }()
+	}
+	closeAll := func() {
+		for _, srv := range srvs {
+			srv.Close()
+		}
+	}
 
 	select {
 	case <-ctx.Done():
 		log.Info("retryd shutting down")
 	case err := <-srvDone:
+		closeAll()
 		return fmt.Errorf("serve: %w", err)
 	case err := <-schedDone:
-		srv.Close()
+		closeAll()
 		return err
 	}
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		srv.Close()
+	for _, srv := range srvs {
+		if err := srv.Shutdown(shutCtx); err != nil {
+			srv.Close()
+		}
 	}
 	if err := <-schedDone; err != nil {
 		return err
 	}
 	log.Info("retryd stopped")
 	return nil
+}
+
+// newServer is an HTTP server of retryd's for h.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // checkAccess loads the tokens file, or, without one, makes sure the API is
