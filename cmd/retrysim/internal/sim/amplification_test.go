@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/retrykit/retry"
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 // expected returns the mean bottom calls per request and the success rate of

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 // small is an outage quick enough for tests: 300 clients, 2 s down, then 50

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 func ExampleRunOCC() {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 const base, ceiling = 5 * time.Millisecond, 2 * time.Second

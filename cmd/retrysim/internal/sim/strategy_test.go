@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/backoff"
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 // The post's formulas, written out to check the mapping onto the engine:
