@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,4 +114,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestRootModuleRequiresNothing: go get github.com/retrykit/retry brings
+// nothing into a program's build but this module. The transports, Kafka and
+// the service are modules of their own (see go.work).
+func TestRootModuleRequiresNothing(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "require" || f[0] == "replace") {
+			t.Errorf("go.mod: %q: the root module must require nothing", line)
+		}
+	}
 }

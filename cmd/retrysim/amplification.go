@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/retrykit/retry"
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 // quotaRow is a retry.QuotaConfig in JSON.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 const usage = `usage: retrysim <experiment> [flags]

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/backoff"
-	"github.com/retrykit/retry/internal/sim"
+	"github.com/retrykit/retry/cmd/retrysim/internal/sim"
 )
 
 // occRow is one line of `retrysim occ --json`.

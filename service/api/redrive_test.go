@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -66,7 +65,7 @@ func TestRedriveAndDeadLetters(t *testing.T) {
 	}
 
 	e.do(t, "POST", "/retry-tasks/"+pending+"/redrive", "").wantError(t, http.StatusConflict, "conflict", "")
-	e.do(t, "POST", "/retry-tasks/"+uuid.NewString()+"/redrive", "").wantError(t, http.StatusNotFound, "not_found", "")
+	e.do(t, "POST", "/retry-tasks/"+store.NewID()+"/redrive", "").wantError(t, http.StatusNotFound, "not_found", "")
 	red := e.do(t, "POST", "/retry-tasks/"+exhausted+"/redrive", "").wantStatus(t, http.StatusOK)
 	if red["status"] != "PENDING" || red["attemptNumber"] != 0.0 || red["idempotencyKey"] != "k1" {
 		t.Errorf("redriven task = %v, want PENDING with 0 attempts and key k1", red)
@@ -101,7 +100,7 @@ func TestRedriveAndDeadLetters(t *testing.T) {
 	if _, ok := page2["nextPageToken"]; ok {
 		t.Error("the last page has a nextPageToken")
 	}
-	e.do(t, "GET", "/retry-tasks/"+uuid.NewString()+"/attempts", "").wantError(t, http.StatusNotFound, "not_found", "")
+	e.do(t, "GET", "/retry-tasks/"+store.NewID()+"/attempts", "").wantError(t, http.StatusNotFound, "not_found", "")
 	e.do(t, "GET", "/retry-tasks/"+exhausted+"/attempts?pageToken=garbage", "").wantError(t, http.StatusBadRequest, "invalid_request", "pageToken")
 }
 

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/retrykit/retry/service/store"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 func TestTaskCreate(t *testing.T) {
@@ -21,10 +20,10 @@ func TestTaskCreate(t *testing.T) {
 	got := e.createTask(t, `{"targetUrl":"https://example.com/hook?a=1","method":"put",
 		"headers":{"x-trace":"abc","content-type":"application/json"},"body":"{\"n\":1}","policyId":"p"}`)
 
-	if _, err := uuid.Parse(got["taskId"].(string)); err != nil {
+	if !store.IsID(got["taskId"].(string)) {
 		t.Errorf("taskId %v is not a UUID", got["taskId"])
 	}
-	if _, err := uuid.Parse(got["idempotencyKey"].(string)); err != nil {
+	if !store.IsID(got["idempotencyKey"].(string)) {
 		t.Errorf("generated idempotencyKey %v is not a UUID", got["idempotencyKey"])
 	}
 	created := int64(got["createdAt"].(float64))
@@ -201,7 +200,7 @@ func TestTaskCancel(t *testing.T) {
 		t.Error("a cancelled task still has a nextAttemptAt")
 	}
 	e.do(t, "DELETE", "/retry-tasks/"+id, "").wantError(t, http.StatusConflict, "conflict", "")
-	e.do(t, "DELETE", "/retry-tasks/"+uuid.NewString(), "").wantError(t, http.StatusNotFound, "not_found", "")
+	e.do(t, "DELETE", "/retry-tasks/"+store.NewID(), "").wantError(t, http.StatusNotFound, "not_found", "")
 	e.do(t, "DELETE", "/retry-tasks/not-a-uuid", "").wantError(t, http.StatusNotFound, "not_found", "")
 	e.do(t, "GET", "/retry-tasks/not-a-uuid", "").wantError(t, http.StatusNotFound, "not_found", "")
 
