@@ -89,7 +89,19 @@ type Task struct {
 	Headers    map[string]string
 	Body       []byte
 	BodyBinary bool // the client sent bodyBase64: render it back that way
-	PolicyID   string
+	// BodyRef, when not empty, says where the body is instead of Body: a
+	// reference to an object, "blob:sha256:<hex>" in retryd's own blob
+	// store or "s3://bucket/key" for one in S3 (retryd's or the caller's).
+	// Body is then empty: a task with both is ErrInvalid. The store keeps
+	// the reference as given and never reads the object.
+	BodyRef string
+	// BodySize is the body's size in bytes, whichever way it is held: for
+	// a body by reference, what the creator says it is (the store keeps it;
+	// a negative size is ErrInvalid); for an inline body, len(Body), which
+	// TaskCreate sets (a size given for an inline body must be 0 or
+	// len(Body), else ErrInvalid).
+	BodySize int64
+	PolicyID string
 
 	Status        Status
 	AttemptNumber int           // attempts made so far (claimed attempts included)
@@ -158,7 +170,8 @@ type ClaimParams struct {
 	// Later must not call the store.
 	Later func(Due)
 	// OmitRequest lets the Store leave the request of the claimed tasks
-	// (TargetURL, Method, Headers, Body, BodyBinary) zero instead of
+	// (TargetURL, Method, Headers, Body, BodyBinary, BodyRef, BodySize)
+	// zero instead of
 	// reading it: a caller that kept the requests from earlier claims sets
 	// it, since a task's request never changes. A Store may fill them in
 	// anyway; every other field is as without it.
@@ -386,7 +399,7 @@ func Created(t *Task) *Task {
 	out := &Task{
 		ID: t.ID, Tenant: t.Tenant, IdempotencyKey: t.IdempotencyKey, RequestHash: t.RequestHash,
 		TargetURL: t.TargetURL, Method: t.Method, Headers: maps.Clone(t.Headers), Body: bytes.Clone(t.Body),
-		BodyBinary: t.BodyBinary, PolicyID: t.PolicyID, Status: Pending, Version: 1,
+		BodyBinary: t.BodyBinary, BodyRef: t.BodyRef, BodySize: t.BodySize, PolicyID: t.PolicyID, Status: Pending, Version: 1,
 		NextAttemptAt: toMillis(t.NextAttemptAt), BudgetStart: toMillis(t.BudgetStart),
 		CreatedAt: toMillis(t.CreatedAt), UpdatedAt: toMillis(t.CreatedAt),
 	}
@@ -418,12 +431,17 @@ func toMillis(t time.Time) time.Time {
 
 // CreateDefaults fills in what TaskCreate defaults: a new ID and idempotency
 // key when empty, CreatedAt now when zero, cut to the millisecond, and
-// NextAttemptAt and BudgetStart at CreatedAt when zero. A task without a
-// tenant is refused with ErrInvalid. Stores call it on their own copy of the
+// NextAttemptAt and BudgetStart at CreatedAt when zero, and BodySize at
+// len(Body) for an inline body. A task without a tenant is refused with
+// ErrInvalid, and so is one with both a Body and a BodyRef, or a BodySize
+// that does not fit (see Task). Stores call it on their own copy of the
 // task they are given.
 func (t *Task) CreateDefaults() error {
 	if t.Tenant == "" {
 		return fmt.Errorf("empty tenant: %w", ErrInvalid)
+	}
+	if err := t.checkBody(); err != nil {
+		return err
 	}
 	if t.ID == "" {
 		t.ID = NewID()
@@ -440,6 +458,22 @@ func (t *Task) CreateDefaults() error {
 	}
 	if t.BudgetStart.IsZero() {
 		t.BudgetStart = t.CreatedAt
+	}
+	return nil
+}
+
+// checkBody checks the body fields of a new task and sets BodySize for an
+// inline body.
+func (t *Task) checkBody() error {
+	switch {
+	case t.BodyRef != "" && len(t.Body) > 0:
+		return fmt.Errorf("both a body and a body reference: %w", ErrInvalid)
+	case t.BodySize < 0:
+		return fmt.Errorf("body size %d: %w", t.BodySize, ErrInvalid)
+	case t.BodyRef == "" && t.BodySize != 0 && t.BodySize != int64(len(t.Body)):
+		return fmt.Errorf("body size %d for an inline body of %d bytes: %w", t.BodySize, len(t.Body), ErrInvalid)
+	case t.BodyRef == "":
+		t.BodySize = int64(len(t.Body))
 	}
 	return nil
 }

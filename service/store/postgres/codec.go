@@ -31,7 +31,7 @@ func fromTS(p pgtype.Timestamptz) time.Time {
 // taskCols are the columns scanTask reads, in its order: t is a row of
 // retry_tasks, r its row of retry_runs (or a RETURNING list of one).
 const taskCols = `t.seq, t.id, t.tenant, t.idempotency_key, t.request_hash, t.policy_id, t.method, t.target_url,
-	t.headers, t.body, t.body_binary, t.created_at, r.status, r.attempt_number, r.next_attempt_at, r.prev_delay_ns,
+	t.headers, t.body, t.body_binary, t.body_ref, t.body_size, t.created_at, r.status, r.attempt_number, r.next_attempt_at, r.prev_delay_ns,
 	r.budget_start, r.last_error, r.last_status, r.lease_until, r.version, r.updated_at, r.finished_at`
 
 // taskSelect reads whole tasks; callers add WHERE, ORDER BY and LIMIT.
@@ -52,12 +52,15 @@ func scanTask(row pgx.Row) (*store.Task, int64, error) {
 	var headers, lastError []byte
 	var created, next, budget, lease, updated, finished pgtype.Timestamptz
 	if err := row.Scan(&seq, &t.ID, &t.Tenant, &t.IdempotencyKey, &t.RequestHash, &t.PolicyID, &t.Method,
-		&t.TargetURL, &headers, &t.Body, &t.BodyBinary, &created, &t.Status, &t.AttemptNumber, &next, &prevDelay,
+		&t.TargetURL, &headers, &t.Body, &t.BodyBinary, &t.BodyRef, &t.BodySize, &created, &t.Status, &t.AttemptNumber, &next, &prevDelay,
 		&budget, &lastError, &t.LastStatus, &lease, &t.Version, &updated, &finished); err != nil {
 		return nil, 0, err
 	}
 	if t.Body == nil {
 		t.Body = []byte{}
+	}
+	if t.BodyRef == "" {
+		t.BodySize = int64(len(t.Body)) // rows older than body_size hold 0
 	}
 	h, err := headerjson.Decode(headers)
 	if err != nil {

@@ -126,7 +126,7 @@ func (p *createPlan) check(i int) error {
 	if err := t.CreateDefaults(); err != nil {
 		return err
 	}
-	if !textOK(t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method, t.TargetURL) {
+	if !textOK(t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, t.Method, t.TargetURL, t.BodyRef) {
 		return fmt.Errorf("a field holds a NUL byte or invalid UTF-8: %w", store.ErrInvalid)
 	}
 	headers, err := headerjson.Encode(t.Headers)

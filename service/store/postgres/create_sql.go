@@ -24,14 +24,14 @@ import (
 const createSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::bytea[], $10::bool[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
-		$14::text[], $15::int[]) WITH ORDINALITY
+		$14::text[], $15::int[], $18::text[], $19::bigint[]) WITH ORDINALITY
 	AS v(id, tenant, key, hash, policy_id, method, target_url, headers, body, body_binary, created_at, next_at,
-		budget_start, note, chunk, o)
+		budget_start, note, chunk, body_ref, body_size, o)
 ), ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
-		headers, body, body_binary, created_at)
+		headers, body, body_binary, body_ref, body_size, created_at)
 	SELECT id, tenant, key, hash, policy_id, 'LIVE', method, target_url, headers::json, body, body_binary,
-		created_at FROM v ORDER BY o
+		body_ref, body_size, created_at FROM v ORDER BY o
 	ON CONFLICT DO NOTHING RETURNING seq, id
 ), made AS (
 	SELECT ins.seq, v.o, v.next_at, v.budget_start, v.created_at, v.note, v.chunk FROM ins JOIN v ON v.id = ins.id
@@ -91,6 +91,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		policies, methods, urls    = make([]string, n), make([]string, n), make([]string, n)
 		headers, notes, bodies     = make([]string, n), make([]string, n), make([][]byte, n)
 		binary                     = make([]bool, n)
+		refs, sizes                = make([]string, n), make([]int64, n)
 		created, next, budget      = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	)
 	// Notes are cut into chunks as if every item were inserted: the
@@ -101,6 +102,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		ids[k], tenants[k], keys[k], hashes[k] = t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash
 		policies[k], methods[k], urls[k] = t.PolicyID, t.Method, t.TargetURL
 		headers[k], notes[k], bodies[k], binary[k] = p.headers[i], p.notes[i], t.Body, t.BodyBinary
+		refs[k], sizes[k] = t.BodyRef, t.BodySize
 		if bodies[k] == nil {
 			bodies[k] = []byte{} // the column is NOT NULL
 		}
@@ -113,7 +115,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		chunks[k], used = chunk, used+1+len(notes[k])
 	}
 	return []any{ids, tenants, keys, hashes, policies, methods, urls, headers, bodies, binary, created, next,
-		budget, notes, chunks, channel, n}
+		budget, notes, chunks, channel, n, refs, sizes}
 }
 
 // read takes the answers of runCreate's statements from br.
@@ -149,8 +151,8 @@ func (p *createPlan) read(br pgx.BatchResults) error {
 // case it returns no row and writes nothing; it sends the task's note.
 const createOneSQL = `WITH ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
-		headers, body, body_binary, created_at)
-	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11)
+		headers, body, body_binary, created_at, body_ref, body_size)
+	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11, $16, $17)
 	ON CONFLICT DO NOTHING RETURNING seq
 ), run AS (
 	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
@@ -174,7 +176,7 @@ func (s *Store) createOne(ctx context.Context, p *createPlan) error {
 	var seq int64
 	err := s.pool.QueryRow(ctx, createOneSQL, t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID,
 		t.Method, t.TargetURL, p.headers[i], body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt),
-		ts(t.BudgetStart), s.channel, p.notes[i]).Scan(&seq)
+		ts(t.BudgetStart), s.channel, p.notes[i], t.BodyRef, t.BodySize).Scan(&seq)
 	if err == nil {
 		p.inserted[i], p.holder[keyOf(t)] = true, i
 		return nil

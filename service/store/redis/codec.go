@@ -87,7 +87,7 @@ func taskFields(args []any, t *store.Task, seq int64) []any {
 		"seq", itoa(seq), "rh", t.RequestHash, "url", t.TargetURL, "m", t.Method, "h", encodeHeaders(t.Headers),
 		"b", body, "bb", bin, "pol", t.PolicyID, "st", string(store.Pending), "an", "0", "prev", "0",
 		"bs", itoa(epochms.Of(t.BudgetStart)), "le", "", "ls", "0", "lu", "0", "v", "1", "c", created, "u", created,
-		"f", "0", "ca", "0", "ln", "0")
+		"f", "0", "ca", "0", "ln", "0", "br", t.BodyRef, "bz", itoa(t.BodySize))
 }
 
 func encodeHeaders(h map[string]string) string {
@@ -134,6 +134,10 @@ func decodeTask(pairs []any) (*store.Task, error) {
 			t.Body = []byte(v)
 		case "bb":
 			t.BodyBinary = v == "1"
+		case "br":
+			t.BodyRef = v
+		case "bz":
+			t.BodySize = num(v)
 		case "pol":
 			t.PolicyID = v
 		case "st":
@@ -167,6 +171,9 @@ func decodeTask(pairs []any) (*store.Task, error) {
 	}
 	if t.ID == "" {
 		return nil, errCorrupt
+	}
+	if t.BodyRef == "" {
+		t.BodySize = int64(len(t.Body)) // tasks older than bz have none
 	}
 	return t, nil
 }

@@ -18,13 +18,13 @@ const hotCols = `seq, id, tenant, idempotency_key, request_hash, policy_id, stat
 	created_at, updated_at, finished_at`
 
 // payloadCols are the task_payloads columns scanPayload reads, in its order.
-const payloadCols = `target_url, method, headers, body, body_binary`
+const payloadCols = `target_url, method, headers, body, body_binary, body_ref, body_size`
 
 // taskSelect reads whole tasks; callers add WHERE, ORDER BY and LIMIT.
 const taskSelect = `SELECT t.seq, t.id, t.tenant, t.idempotency_key, t.request_hash, t.policy_id, t.status,
 	t.attempt_number, t.next_attempt_at, t.prev_delay_ns, t.budget_start, t.last_error, t.last_status,
 	t.lease_until, t.version, t.created_at, t.updated_at, t.finished_at,
-	p.target_url, p.method, p.headers, p.body, p.body_binary
+	p.target_url, p.method, p.headers, p.body, p.body_binary, p.body_ref, p.body_size
 	FROM tasks t JOIN task_payloads p ON p.task_seq = t.seq`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -94,19 +94,26 @@ type payload struct {
 	url, method, headers string
 	body                 []byte
 	binary               bool
+	ref                  string
+	size                 int64
 }
 
 // payloadLen is the number of payloadCols.
-const payloadLen = 5
+const payloadLen = 7
 
 // payload decodes r[off:off+payloadLen], a row of payloadCols.
 func (r row) payload(off int) payload {
 	p := r[off : off+payloadLen]
-	return payload{url: p.str(0), method: p.str(1), headers: p.str(2), body: p.bytes(3), binary: p.int(4) != 0}
+	return payload{url: p.str(0), method: p.str(1), headers: p.str(2), body: p.bytes(3), binary: p.int(4) != 0,
+		ref: p.str(5), size: p.int(6)}
 }
 
 func (p *payload) apply(t *store.Task) error {
 	t.TargetURL, t.Method, t.Body, t.BodyBinary = p.url, p.method, p.body, p.binary
+	t.BodyRef, t.BodySize = p.ref, p.size
+	if p.ref == "" {
+		t.BodySize = int64(len(p.body)) // rows older than body_size hold 0
+	}
 	var err error
 	if t.Headers, err = headerjson.Decode([]byte(p.headers)); err != nil {
 		return fmt.Errorf("task %s: %w", t.ID, err)

@@ -94,8 +94,9 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	if body == nil {
 		body = []byte{} // the column is NOT NULL
 	}
-	if _, err := w.exec(`INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary)
-		VALUES (?, ?, ?, ?, ?, ?)`, seq, t.TargetURL, t.Method, headers, body, t.BodyBinary); err != nil {
+	if _, err := w.exec(`INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary,
+		body_ref, body_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, seq, t.TargetURL, t.Method, headers, body, t.BodyBinary,
+		t.BodyRef, t.BodySize); err != nil {
 		return nil, err
 	}
 	w.move("", store.Pending)

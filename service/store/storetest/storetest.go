@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TaskCreateBatch", testTaskCreateBatch},
 		{"TaskRoundTrip", testTaskRoundTrip},
 		{"TaskIdempotency", testTaskIdempotency},
+		{"BodyRef", testBodyRef},
 		{"TaskTenants", testTaskTenants},
 		{"TaskListFilters", testTaskListFilters},
 		{"TaskListPaging", testTaskListPaging},
