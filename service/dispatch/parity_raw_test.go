@@ -18,12 +18,43 @@ import (
 	"github.com/retrykit/retry/service/dispatch"
 )
 
-// bothClients sends r to the handler h over http:// (h1) and https://
-// (net/http), concurrently, and returns both results and what the target
-// saw as Host.
-func bothClients(t *testing.T, h http.HandlerFunc, r dispatch.Request, timeout time.Duration) (plain, secure dispatch.Result, plainHost, secureHost string) {
+// The Dispatcher reads a response as net/http's client would: each test
+// here sends the same request to the same target through the Dispatcher,
+// over http:// and https://, and through net/http (dispatch.NetHTTP, the
+// reference), and holds the Dispatcher to what net/http made of it.
+
+// triple is what one request came to through each.
+type triple struct {
+	plain, secure, ref dispatch.Result
+}
+
+// sameAsNetHTTP fails unless both of the Dispatcher's results read the
+// response as the reference did: status, kept body, Location, Retry-After,
+// whether an error came instead, and the outcome. The errors' texts differ.
+func (tr triple) sameAsNetHTTP(t *testing.T) {
 	t.Helper()
-	run := func(useTLS bool, res *dispatch.Result, host *string) {
+	pol := &retry.Policy{}
+	for _, got := range []struct {
+		name string
+		res  dispatch.Result
+	}{{"http", tr.plain}, {"https", tr.secure}} {
+		p, r := got.res, tr.ref
+		// A Retry-After date is read against each attempt's own start.
+		if p.Status != r.Status || p.Body != r.Body || p.Location != r.Location || (p.RetryAfter-r.RetryAfter).Abs() >= time.Second ||
+			p.HasRetryAfter != r.HasRetryAfter || (p.Err == nil) != (r.Err == nil) || p.Outcome(pol) != r.Outcome(pol) {
+			t.Errorf("%s: %d %q location %q retry after %v %v, err %v (%v)\nnet/http: %d %q location %q retry after %v %v, err %v (%v)",
+				got.name, p.Status, p.Body, p.Location, p.RetryAfter, p.HasRetryAfter, p.Err, p.Outcome(pol),
+				r.Status, r.Body, r.Location, r.RetryAfter, r.HasRetryAfter, r.Err, r.Outcome(pol))
+		}
+	}
+}
+
+// handlerToAll sends r to the handler h over http:// and https://
+// through the Dispatcher and over http:// through net/http, and returns
+// the results and what the target saw as Host each time.
+func handlerToAll(t *testing.T, h http.HandlerFunc, r dispatch.Request, timeout time.Duration) (res triple, plainHost, secureHost, refHost string) {
+	t.Helper()
+	run := func(useTLS, ref bool, res *dispatch.Result, host *string) {
 		var mu sync.Mutex
 		wrapped := func(w http.ResponseWriter, req *http.Request) {
 			mu.Lock()
@@ -40,11 +71,17 @@ func bothClients(t *testing.T, h http.HandlerFunc, r dispatch.Request, timeout t
 			srv = httptest.NewServer(http.HandlerFunc(wrapped))
 		}
 		defer srv.Close()
-		d := dispatch.New(cfg)
-		defer d.Close()
 		rr := r
 		rr.URL = srv.URL + r.URL
-		*res = d.Send(context.Background(), rr)
+		if ref {
+			n := dispatch.NewNetHTTP(cfg.TLS, cfg.KeepBytes, 0, timeout)
+			defer n.Close()
+			*res = n.Send(context.Background(), rr)
+		} else {
+			d := dispatch.New(cfg)
+			defer d.Close()
+			*res = d.Send(context.Background(), rr)
+		}
 		mu.Lock()
 		if *host == strings.TrimPrefix(strings.TrimPrefix(srv.URL, "https://"), "http://") {
 			*host = "the target"
@@ -52,18 +89,19 @@ func bothClients(t *testing.T, h http.HandlerFunc, r dispatch.Request, timeout t
 		mu.Unlock()
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { run(false, &plain, &plainHost) })
-	wg.Go(func() { run(true, &secure, &secureHost) })
+	wg.Go(func() { run(false, false, &res.plain, &plainHost) })
+	wg.Go(func() { run(true, false, &res.secure, &secureHost) })
+	wg.Go(func() { run(false, true, &res.ref, &refHost) })
 	wg.Wait()
 	return
 }
 
-// rawToBothClients serves the raw response, byte for byte, over a plain and a
-// TLS listener (HTTP/1.1 over TLS, so net/http parses the same bytes), and
-// sends a GET to each.
-func rawToBothClients(t *testing.T, response string) (plain, secure dispatch.Result) {
+// rawToAll serves the raw response, byte for byte, over a plain and a TLS
+// listener, and sends a GET to each through the Dispatcher and to the
+// plain one through net/http.
+func rawToAll(t *testing.T, response string) triple {
 	t.Helper()
-	return serveToBothClients(t, func(c net.Conn) {
+	return serveToAll(t, func(c net.Conn) {
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return
@@ -73,9 +111,10 @@ func rawToBothClients(t *testing.T, response string) (plain, secure dispatch.Res
 	}, dispatch.Request{Method: "GET"})
 }
 
-// serveToBothClients serves each connection with serve over a plain and a
-// TLS listener and sends r (its URL set) to each.
-func serveToBothClients(t *testing.T, serve func(net.Conn), r dispatch.Request) (plain, secure dispatch.Result) {
+// serveToAll serves each connection with serve over a plain and a TLS
+// listener and sends r (its URL set) to each through the Dispatcher, and
+// to the plain one through net/http.
+func serveToAll(t *testing.T, serve func(net.Conn), r dispatch.Request) (res triple) {
 	t.Helper()
 	certSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
 	certSrv.StartTLS()
@@ -108,17 +147,17 @@ func serveToBothClients(t *testing.T, serve func(net.Conn), r dispatch.Request) 
 		TLS: certSrv.Client().Transport.(*http.Transport).TLSClientConfig}
 	d := dispatch.New(cfg)
 	defer d.Close()
+	ref := dispatch.NewNetHTTP(nil, cfg.KeepBytes, 0, cfg.Timeout)
+	defer ref.Close()
+	send := func(res *dispatch.Result, url string, send func(context.Context, dispatch.Request) dispatch.Result) {
+		rr := r
+		rr.URL = url
+		*res = send(context.Background(), rr)
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		rr := r
-		rr.URL = "http://" + pln.Addr().String()
-		plain = d.Send(context.Background(), rr)
-	})
-	wg.Go(func() {
-		rr := r
-		rr.URL = "https://" + tln.Addr().String()
-		secure = d.Send(context.Background(), rr)
-	})
+	wg.Go(func() { send(&res.plain, "http://"+pln.Addr().String(), d.Send) })
+	wg.Go(func() { send(&res.secure, "https://"+tln.Addr().String(), d.Send) })
+	wg.Go(func() { send(&res.ref, "http://"+pln.Addr().String(), ref.Send) })
 	wg.Wait()
 	return
 }
@@ -143,9 +182,10 @@ func TestParityInterimResponseDuringTheBody(t *testing.T) {
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	}
 	r := dispatch.Request{Method: "POST", Body: make([]byte, 8<<20), IdempotencyKey: "k"}
-	plain, secure := serveToBothClients(t, serve, r)
-	if plain.Status != secure.Status || (plain.Err == nil) != (secure.Err == nil) {
-		t.Fatalf("http: %d, %v after %v\nhttps: %d, %v after %v", plain.Status, plain.Err, plain.Duration, secure.Status, secure.Err, secure.Duration)
+	res := serveToAll(t, serve, r)
+	res.sameAsNetHTTP(t)
+	if res.plain.Status != 200 {
+		t.Errorf("http: %d, %v after %v; want the final 200", res.plain.Status, res.plain.Err, res.plain.Duration)
 	}
 }
 
@@ -165,11 +205,8 @@ func TestParityRepeatedRetryAfterAndLocation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p, s, _, _ := bothClients(t, h, dispatch.Request{Method: "GET", URL: "/"}, 500*time.Millisecond)
-			if p.RetryAfter != s.RetryAfter || p.HasRetryAfter != s.HasRetryAfter || p.Location != s.Location {
-				t.Fatalf("http: retry after %v %v, location %q\nhttps: retry after %v %v, location %q",
-					p.RetryAfter, p.HasRetryAfter, p.Location, s.RetryAfter, s.HasRetryAfter, s.Location)
-			}
+			res, _, _, _ := handlerToAll(t, h, dispatch.Request{Method: "GET", URL: "/"}, 500*time.Millisecond)
+			res.sameAsNetHTTP(t)
 		})
 	}
 }
@@ -179,9 +216,9 @@ func TestParityRepeatedRetryAfterAndLocation(t *testing.T) {
 func TestParityEmptyHostHeader(t *testing.T) {
 	t.Parallel()
 	ok := func(w http.ResponseWriter, r *http.Request) {}
-	_, _, ph, sh := bothClients(t, ok, dispatch.Request{Method: "GET", URL: "/", Headers: map[string]string{"Host": ""}}, 500*time.Millisecond)
-	if ph != sh {
-		t.Fatalf("the target saw Host %q over http, %q over https", ph, sh)
+	_, ph, sh, rh := handlerToAll(t, ok, dispatch.Request{Method: "GET", URL: "/", Headers: map[string]string{"Host": ""}}, 500*time.Millisecond)
+	if ph != rh || sh != rh {
+		t.Fatalf("the target saw Host %q over http, %q over https, %q from net/http", ph, sh, rh)
 	}
 }
 
@@ -189,15 +226,11 @@ func TestParityEmptyHostHeader(t *testing.T) {
 // the attempt), as net/http reports it.
 func TestParitySwitchingProtocols(t *testing.T) {
 	t.Parallel()
-	p, s := rawToBothClients(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-	pol := &retry.Policy{}
-	if p.Status != s.Status || p.Outcome(pol) != s.Outcome(pol) {
-		t.Fatalf("http: %d %v (%v)\nhttps: %d %v (%v)", p.Status, p.Err, p.Outcome(pol), s.Status, s.Err, s.Outcome(pol))
-	}
+	rawToAll(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n").sameAsNetHTTP(t)
 }
 
-// Responses at the edges of the grammar read the same through both
-// clients: the same bytes from the same target.
+// Responses at the edges of the grammar read as net/http reads them: the
+// same bytes from the same target.
 func TestParityHeadParsing(t *testing.T) {
 	t.Parallel()
 	for name, resp := range map[string]string{
@@ -211,13 +244,30 @@ func TestParityHeadParsing(t *testing.T) {
 		"lengths 2 and 02": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 02\r\n\r\nok",
 		"status 099":       "HTTP/1.1 099 Weird\r\nContent-Length: 2\r\n\r\nok",
 		"HTTP/1.2":         "HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		// More of the same, each read alike by both.
+		"no reason phrase":        "HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok",
+		"status 600":              "HTTP/1.1 600 Beyond\r\nContent-Length: 2\r\n\r\nok",
+		"both framings":           "HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+		"chunked with trailers":   "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n2;ext=1\r\nlo\r\n0\r\nX-Trailer: t\r\n\r\n",
+		"HTTP/1.0 to the end":     "HTTP/1.0 200 OK\r\n\r\nuntil close",
+		"interim responses":       "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok",
+		"folded field":            "HTTP/1.1 200 OK\r\nX-Long: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
+		"folded Content-Length":   "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n 0\r\n\r\n0123456789",
+		"lengths 1 and 2":         "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+		"negative length":         "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+		"gzip transfer coding":    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+		"lower-case version":      "http/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/2 status line":      "HTTP/2 200\r\n\r\n",
+		"not HTTP":                "SSH-2.0-OpenSSH_9.6\r\n\r\n",
+		"cut in the head":         "HTTP/1.1 200 OK\r\nContent-Le",
+		"cut in the body":         "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+		"endless interim":         strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 6),
+		"Retry-After as a date":   "HTTP/1.1 503 Busy\r\nRetry-After: Wed, 21 Oct 2099 07:28:00 GMT\r\nContent-Length: 0\r\n\r\n",
+		"Retry-After not a delay": "HTTP/1.1 503 Busy\r\nRetry-After: soon\r\nContent-Length: 0\r\n\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			p, s := rawToBothClients(t, resp)
-			if p.Status != s.Status || p.Body != s.Body || p.Location != s.Location || (p.Err == nil) != (s.Err == nil) {
-				t.Fatalf("http: %d %q %q %v\nhttps: %d %q %q %v", p.Status, p.Body, p.Location, p.Err, s.Status, s.Body, s.Location, s.Err)
-			}
+			rawToAll(t, resp).sameAsNetHTTP(t)
 		})
 	}
 }
