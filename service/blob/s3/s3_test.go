@@ -51,9 +51,28 @@ func serverConfig(t testing.TB) Config {
 	}
 	server.Lock()
 	defer server.Unlock()
-	if server.checked {
-		return cfg
+	if !server.checked {
+		server.missing = checkServer(t, spec, cfg)
+		server.checked = true
 	}
+	if server.missing != "" {
+		if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
+			t.Fatal(server.missing + " (RETRYKIT_REQUIRE_SERVERS=1)")
+		}
+		t.Skip(server.missing)
+	}
+	return cfg
+}
+
+var server struct {
+	sync.Mutex
+	checked bool
+	missing string // why there is no server to test with
+}
+
+// checkServer asks the server for the bucket, creating it when it is
+// missing, and returns why there is no server if there is none.
+func checkServer(t testing.TB, spec string, cfg Config) string {
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -74,20 +93,10 @@ func serverConfig(t testing.TB) Config {
 		if errors.As(err, &ae) { // the server answered
 			t.Fatalf("S3 test server %s: %v", spec, err)
 		}
-		msg := fmt.Sprintf("no S3 server answers at %s (%v): start versitygw with .ci/servers, "+
+		return fmt.Sprintf("no S3 server answers at %s (%v): start versitygw with .ci/servers, "+
 			"or point RETRYKIT_S3 at a store (credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", spec, err)
-		if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-			t.Fatal(msg + " (RETRYKIT_REQUIRE_SERVERS=1)")
-		}
-		t.Skip(msg)
 	}
-	server.checked = true
-	return cfg
-}
-
-var server struct {
-	sync.Mutex
-	checked bool
+	return ""
 }
 
 // newStore returns a store on the test server under a prefix of t's own,
@@ -149,6 +158,7 @@ func uploads(t testing.TB, s *Store, prefix string) []types.MultipartUpload {
 }
 
 func TestConformance(t *testing.T) {
+	serverConfig(t) // skips (or fails) once, not in every test
 	blobtest.Run(t, func(t *testing.T) blob.Store { return newStore(t) })
 }
 
