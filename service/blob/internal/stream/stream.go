@@ -5,7 +5,6 @@ package stream
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -124,8 +123,3 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 }
 
 func (c *ctxReader) Close() error { return c.r.Close() }
-
-// IsContext reports whether err is a context's error.
-func IsContext(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
