@@ -13,8 +13,9 @@ import (
 )
 
 // BenchmarkSend measures one attempt to a keep-alive target on 127.0.0.1
-// through each client: h1, and net/http's Transport (which https targets
-// use), from 16 goroutines at once. The target is a minimal responder, so
+// through the Dispatcher's client (fasthttp and this package's transport)
+// and, for comparison, through net/http's Transport (netHTTP, the
+// reference of the tests), from 16 goroutines at once. The target is a minimal responder, so
 // that the figures are mostly the client's; the CPU a real attempt costs
 // retryd is in `retryd bench`.
 func BenchmarkSend(b *testing.B) {
@@ -51,12 +52,17 @@ func BenchmarkSend(b *testing.B) {
 		Body: []byte(`{"order":42}`), IdempotencyKey: "0c6f8a3e-5b1d-4c2f-9d7e-2a1b3c4d5e6f"}
 	d := New(Config{Guard: Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
 	defer d.Close()
+	ref := newNetHTTP(nil, 0, 0, 0)
+	defer ref.Close()
 	for _, tc := range []struct {
 		name string
 		send func(ctx context.Context, res *Result) error
 	}{
-		{"client=h1", func(ctx context.Context, res *Result) error { return d.h1.send(ctx, u, &r, res, d.readBody) }},
-		{"client=net-http", func(ctx context.Context, res *Result) error { return d.sendStd(ctx, u, &r, res) }},
+		{"client=fasthttp", func(ctx context.Context, res *Result) error {
+			deadline, _ := ctx.Deadline()
+			return d.do(ctx, deadline, u, &r, res)
+		}},
+		{"client=net-http", func(ctx context.Context, res *Result) error { return ref.send(ctx, u, &r, res) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()

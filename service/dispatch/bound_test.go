@@ -14,9 +14,8 @@ import (
 	"github.com/retrykit/retry/service/dispatch"
 )
 
-// hostile is a target on 127.0.0.1 answering with h, through each client:
-// h1 (http://) and net/http (https://). It returns a Dispatcher that may
-// call it and its URL.
+// hostile is a target on 127.0.0.1 answering with h, over http:// and
+// https://, with a Dispatcher that may call it.
 type hostile struct {
 	name string
 	d    *dispatch.Dispatcher
@@ -49,11 +48,12 @@ func checkBounded(t *testing.T, what, s string, max int) {
 
 // A redirect's Location, which a policy retrying 302 would store in every
 // attempt's errorMessage and the task's lastError: a target answering one
-// of 900 KB leaves at most MaxQuotedBytes of it in the Result, quoted in a
+// of 30 KB (as long as a response head may be; see TestSendBoundsHead for
+// more) leaves at most MaxQuotedBytes of it in the Result, quoted in a
 // Message of at most MaxMessageBytes, and marked where it was cut.
 func TestSendBoundsLocation(t *testing.T) {
 	t.Parallel()
-	long := "/" + strings.Repeat("ab€", 900<<10/5)
+	long := "/" + strings.Repeat("ab€", 30<<10/5)
 	for _, loc := range []struct{ name, value string }{
 		{"long", long},
 		{"not UTF-8", "/x" + strings.Repeat("\xffa", 200)}, // 400 bytes; 800 as UTF-8
@@ -87,9 +87,9 @@ func TestSendBoundsLocation(t *testing.T) {
 	}
 }
 
-// A transport error that quotes what the target sent (here net/http's, a
-// status line of 900 KB) is cut to MaxMessageBytes in Result.Err and in
-// Message, and is still the retried network error it was.
+// A transport error that quotes what the target sent (here a status line
+// of 900 KB) is cut to MaxMessageBytes in Result.Err and in Message, and is
+// still the retried network error it was.
 func TestSendBoundsErrorText(t *testing.T) {
 	t.Parallel()
 	targets := hostileTargets(t, dispatch.Config{}, func(w http.ResponseWriter, r *http.Request) {
@@ -112,6 +112,31 @@ func TestSendBoundsErrorText(t *testing.T) {
 			checkBounded(t, "Message", res.Message(), dispatch.MaxMessageBytes)
 			if got := res.Outcome(&retry.Policy{}); got != dispatch.Retry {
 				t.Errorf("Outcome = %v, want retry (a malformed answer is a network failure)", got)
+			}
+		})
+	}
+}
+
+// A head longer than a response may have (a Location of 900 KB) is a
+// malformed response: a retried network error, whose text quotes a bounded
+// part of it.
+func TestSendBoundsHead(t *testing.T) {
+	t.Parallel()
+	targets := hostileTargets(t, dispatch.Config{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Location"] = []string{"/" + strings.Repeat("ab€", 900<<10/5)}
+		w.WriteHeader(http.StatusFound)
+	})
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			res := tg.d.Send(context.Background(), dispatch.Request{Method: "GET", URL: tg.url})
+			if res.Err == nil || res.Status != 0 {
+				t.Fatalf("Send = %d, %v; want an error", res.Status, res.Err)
+			}
+			checkBounded(t, "Err", res.Err.Error(), dispatch.MaxMessageBytes)
+			checkBounded(t, "Message", res.Message(), dispatch.MaxMessageBytes)
+			if got := res.Outcome(&retry.Policy{}); got != dispatch.Retry {
+				t.Errorf("Outcome = %v, want retry", got)
 			}
 		})
 	}

@@ -4,30 +4,33 @@
 // a tenant must not reach, and never following a redirect. It reports what
 // happened as a Result; Result.Outcome applies a retry policy to it.
 //
-// http:// targets are called by a lean HTTP/1.1 client of this package's
-// own (see h1.go for why; on Unix but AIX), https:// targets through
-// net/http, which brings TLS and HTTP/2. Both send the same request (a test holds them to it):
-// the task's headers but the framing and connection ones, which the client
-// sets, a User-Agent of "retryd" unless the task sets one, and a
-// Content-Length when there is a body or the method is POST, PUT or PATCH.
+// http:// and https:// targets take one path: HTTP/1.1 through
+// github.com/valyala/fasthttp, which writes the request head, parses the
+// response and keeps the connections, one pool per target host (see
+// transport.go for what this package adds around it). A target sees the
+// request net/http would send: the task's headers but the framing and
+// connection ones, which the client sets, a User-Agent of "retryd" unless
+// the task sets one, and a Content-Length when there is a body or the
+// method is POST, PUT or PATCH.
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
-	"net/http"
 	"net/netip"
-	"net/textproto"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Defaults for the zero fields of Config.
@@ -45,29 +48,44 @@ var ErrBadTarget = errors.New("bad target url")
 
 // Config sets up a Dispatcher. Zero fields take the Default… values.
 type Config struct {
-	Guard            Guard         // which resolved addresses may be called
-	ConnectTimeout   time.Duration // to connect, TLS handshake included
+	Guard Guard // which resolved addresses may be called
+	// ConnectTimeout bounds name resolution and the TCP connect, and
+	// separately the TLS handshake. A connect is not cut short by the
+	// context Send is given (a TLS handshake is): it ends within this.
+	ConnectTimeout   time.Duration
 	Timeout          time.Duration // the whole attempt: connect, send, headers, body
-	MaxResponseBytes int64         // read at most this much of a response, then drop the connection
+	MaxResponseBytes int64         // read at most this much of a response body, then drop the connection
 	KeepBytes        int           // the first bytes of the response kept for the attempt log
-	MaxIdlePerHost   int           // idle keep-alive connections kept per target host
-	TLS              *tls.Config   // for https targets; nil means the system's roots
+	// MaxIdlePerHost bounds the idle keep-alive connections kept per
+	// target host; four times as many are kept in all.
+	MaxIdlePerHost int
+	TLS            *tls.Config // for https targets; nil means the system's roots
 }
 
 // Dispatcher sends attempts. It is safe for concurrent use; Close it to
 // release idle connections.
 type Dispatcher struct {
 	cfg Config
-	// dialer connects both clients; its Control runs the Guard on every
+	// dialer connects to every target; its Control runs the Guard on every
 	// address it is about to connect to.
 	dialer *net.Dialer
-	// h1 sends to http:// targets (see h1 for why not net/http).
-	h1 *h1
-	// tr sends to https:// targets. It is used directly, without an
-	// http.Client: a Transport never follows redirects, and an attempt
-	// needs none of a Client's cookie, header-copying or timeout machinery
-	// (the context bounds it).
-	tr *http.Transport
+	// client keeps a fasthttp.HostClient, and its pool of connections, per
+	// target host and scheme, and drops those left without connections.
+	// Its Transport is this package's (see transport.go).
+	client *fasthttp.Client
+	// idle counts the connections waiting in the client's pools, bounded
+	// by maxIdle.
+	idle    atomic.Int64
+	maxIdle int64
+	closed  atomic.Bool
+	// readBudget bounds what an attempt reads from its connection, TLS
+	// records and framing included: room for a few heads of
+	// maxHeadBytes, and twice MaxResponseBytes for the body and its chunk
+	// framing.
+	readBudget int64
+	// calls holds the fasthttp request and response of an attempt with
+	// what the transport needs, so that an attempt allocates neither.
+	calls sync.Pool
 	// bufs holds KeepBytes-long buffers for reading responses, so that an
 	// attempt allocates only the bytes it keeps.
 	bufs sync.Pool
@@ -91,25 +109,47 @@ func New(cfg Config) *Dispatcher {
 		cfg.MaxIdlePerHost = DefaultMaxIdlePerHost
 	}
 	guard := cfg.Guard
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
-	tr := &http.Transport{
-		Proxy:               nil, // a proxy would be dialled instead of the target, hiding it from the guard
-		DialContext:         dialer.DialContext,
-		TLSClientConfig:     cfg.TLS,
-		TLSHandshakeTimeout: cfg.ConnectTimeout,
-		MaxIdleConns:        4 * cfg.MaxIdlePerHost,
-		MaxIdleConnsPerHost: cfg.MaxIdlePerHost,
-		IdleConnTimeout:     idleTimeout,
-		ForceAttemptHTTP2:   true,
-		// An attempt keeps only the first bytes of a response, as they
-		// came, and discards the rest: asking for gzip would only add a
-		// header to every request and decompression to every response.
-		DisableCompression: true,
+	d := &Dispatcher{
+		cfg:        cfg,
+		dialer:     &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second, Control: guard.control},
+		maxIdle:    4 * int64(cfg.MaxIdlePerHost),
+		readBudget: 8*maxHeadBytes + 2*cfg.MaxResponseBytes,
 	}
-	d := &Dispatcher{cfg: cfg, dialer: dialer, tr: tr, h1: &h1{
-		dial: dialer.DialContext,
-		pool: pool{perHost: cfg.MaxIdlePerHost, total: 4 * cfg.MaxIdlePerHost, idleTimeout: idleTimeout},
-	}}
+	tlsConfig := &tls.Config{}
+	if cfg.TLS != nil {
+		tlsConfig = cfg.TLS.Clone()
+	}
+	// HTTP/1.1 only: a target offered h2 would take it, and answer in a
+	// protocol the client does not speak.
+	tlsConfig.NextProtos = []string{"http/1.1"}
+	d.client = &fasthttp.Client{
+		Transport: transport{d},
+		// The dialer, not fasthttp's: it runs the guard on each address a
+		// name resolves to, in both families (RFC 6555 fallback), which
+		// also makes fasthttp's DialDualStack moot. TLS is left to fasthttp,
+		// with this configuration and the host's name (for SNI and the
+		// certificate check; never a Host header's); the transport makes
+		// the handshake, under the attempt's context.
+		DialTimeout: d.dial,
+		TLSConfig:   tlsConfig,
+		// Connections per host are not limited (MaxIdlePerHost bounds the
+		// idle ones); fasthttp would otherwise fail the attempts past its
+		// default of 512 at once.
+		MaxConnsPerHost:     math.MaxInt32,
+		MaxIdleConnDuration: idleTimeout,
+		// A request is sent again only when the transport says so: once,
+		// after a pooled connection the target had closed (see errStale).
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, true },
+		// The largest response head read; a longer one is a malformed
+		// response. The buffer is taken from a pool for each attempt.
+		ReadBufferSize: maxHeadBytes,
+		// The target and request line as the URL has them, and the
+		// User-Agent as the request sets it.
+		DisablePathNormalizing:   true,
+		NoDefaultUserAgentHeader: true,
+	}
+	d.calls.New = func() any { return new(call) }
 	d.bufs.New = func() any {
 		b := make([]byte, cfg.KeepBytes)
 		return &b
@@ -117,17 +157,22 @@ func New(cfg Config) *Dispatcher {
 	return d
 }
 
-// idleTimeout is how long an idle keep-alive connection is kept.
-const idleTimeout = 90 * time.Second
+const (
+	// idleTimeout is how long an idle keep-alive connection is kept.
+	idleTimeout = 90 * time.Second
+	// maxHeadBytes bounds a response's status line and header section
+	// (net/http allows 10 MiB, Node.js 16 KiB).
+	maxHeadBytes = 32 << 10
+)
 
 // Timeout returns the bound on one attempt; a lease must outlast it.
 func (d *Dispatcher) Timeout() time.Duration { return d.cfg.Timeout }
 
-// Close drops idle connections. Sends in progress are not interrupted; the
-// connections of those to http:// targets are closed when they end.
+// Close drops idle connections. Sends in progress are not interrupted;
+// their connections are closed when they end.
 func (d *Dispatcher) Close() {
-	d.h1.pool.close()
-	d.tr.CloseIdleConnections()
+	d.closed.Store(true)
+	d.client.CloseIdleConnections()
 }
 
 // Request is one attempt to send.
@@ -162,7 +207,9 @@ type Result struct {
 
 // Send makes one attempt. It never returns an error of its own: everything,
 // the refusal of a target included, is reported in the Result. ctx bounds
-// the attempt along with the configured timeout.
+// the attempt along with the configured timeout; cancelling it interrupts
+// the attempt at once, but for a TCP connect in progress (see
+// Config.ConnectTimeout), and the Result's Err is then ctx.Err().
 func (d *Dispatcher) Send(ctx context.Context, r Request) Result {
 	res := Result{Start: time.Now()}
 	res.Err = boundErr(d.send(ctx, r, &res))
@@ -184,6 +231,9 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 	if u.Host == "" {
 		return fmt.Errorf("%w: no host", ErrBadTarget)
 	}
+	if strings.Contains(u.Host, ",") { // fasthttp would take it for a list of hosts
+		return fmt.Errorf("%w: host %q", ErrBadTarget, u.Host)
+	}
 	if err := checkRequest(u, &r); err != nil {
 		return err
 	}
@@ -195,90 +245,59 @@ func (d *Dispatcher) send(ctx context.Context, r Request, res *Result) error {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
-	defer cancel()
-	// An internationalized host name is left to net/http, which knows to
-	// send it in Punycode.
-	if leanHTTP && u.Scheme == "http" && ascii(u.Host) {
-		return d.h1.send(ctx, u, &r, res, d.readBody)
-	}
-	return d.sendStd(ctx, u, &r, res)
-}
-
-func ascii(s string) bool {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-// sendStd sends through net/http, which brings TLS and HTTP/2.
-func (d *Dispatcher) sendStd(ctx context.Context, u *url.URL, r *Request, res *Result) error {
-	req := (&http.Request{Method: r.Method, URL: u, Host: u.Host, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		// Sized once: growing the map as headers are set costs an
-		// allocation per attempt.
-		Header: make(http.Header, len(r.Headers)+1)}).WithContext(ctx)
-	if len(r.Body) > 0 {
-		req.ContentLength = int64(len(r.Body))
-		req.Body = io.NopCloser(bytes.NewReader(r.Body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(r.Body)), nil }
-	}
-	if h, ok := hostOverride(r.Headers); ok {
-		req.Host = h
-	}
-	for k, v := range r.Headers {
-		if k = textproto.CanonicalMIMEHeaderKey(k); !managed(k) {
-			req.Header[k] = []string{v}
-		}
-	}
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header["User-Agent"] = []string{defaultUserAgent}
-	}
-	if r.IdempotencyKey != "" {
-		req.Header["Idempotency-Key"] = []string{r.IdempotencyKey}
-	}
-	resp, err := d.tr.RoundTrip(req)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 100 { // as h1 reads it: no status at all
-		return fmt.Errorf("%w: status %d", errMalformed, resp.StatusCode)
+	deadline := res.Start.Add(d.cfg.Timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
 	}
-	res.Status = resp.StatusCode
-	res.RetryAfter, res.HasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		res.Location = resp.Header.Get("Location")
-	}
-	res.Body = d.readBody(resp.Body)
-	return nil
+	return d.do(ctx, deadline, u, &r, res)
 }
 
-// readBody keeps the first KeepBytes of body, as valid UTF-8 of at most
-// KeepBytes bytes, and reads on up to MaxResponseBytes so that the
-// connection can be reused; a longer body is left unread and its
-// connection dropped by Close.
-func (d *Dispatcher) readBody(body io.Reader) string {
+// readBody keeps the first KeepBytes of body in res, as valid UTF-8 of at
+// most KeepBytes bytes, and reads on up to MaxResponseBytes in all so that
+// the connection can be reused. It reports whether the body was read to its
+// end; a longer body is left unread, and its connection must be dropped.
+func (d *Dispatcher) readBody(body io.Reader, res *Result) (complete bool) {
 	// The buffer is reused: only what is kept is copied out.
 	bp := d.bufs.Get().(*[]byte)
 	defer d.bufs.Put(bp)
 	buf := *bp
-	n, _ := io.ReadFull(body, buf)
-	if n == len(buf) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(body, d.cfg.MaxResponseBytes-int64(n)))
+	var (
+		n   int
+		err error
+	)
+	for n < len(buf) && err == nil {
+		var m int
+		m, err = body.Read(buf[n:])
+		n += m
 	}
-	kept := buf[:n]
-	if n == len(buf) {
+	complete = err == io.EOF
+	if err == nil {
+		// One byte past the bound tells a body that ends there from a
+		// longer one.
+		left := d.cfg.MaxResponseBytes - int64(n)
+		m, err := io.CopyN(io.Discard, body, left+1)
+		complete = err == io.EOF && m <= left
+	}
+	res.Body = keep(buf[:n], n == len(buf))
+	return complete
+}
+
+// keep returns the bytes of a body kept for the attempt log as valid UTF-8
+// of at most len(b) bytes; full says b was cut at the buffer's end.
+func keep(b []byte, full bool) string {
+	max := len(b)
+	if full {
 		// The cap may have cut a character: drop its first bytes rather
 		// than log them as garbage.
-		if i := lastStart(kept); !utf8.FullRune(kept[i:]) {
-			kept = kept[:i]
+		if i := lastStart(b); !utf8.FullRune(b[i:]) {
+			b = b[:i]
 		}
 	}
 	// U+FFFD takes three bytes where an invalid byte took one: cut again.
-	return cutUTF8(strings.ToValidUTF8(string(kept), "\uFFFD"), len(buf))
+	return cutUTF8(strings.ToValidUTF8(string(b), "\uFFFD"), max)
 }
 
 // lastStart returns the index of the last byte of b that can begin a UTF-8

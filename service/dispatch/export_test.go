@@ -1,8 +1,5 @@
 package dispatch
 
-// LeanHTTP tells the tests whether http:// targets go through h1.
-const LeanHTTP = leanHTTP
-
 // NetHTTP is the reference the tests hold the Dispatcher to (see netHTTP).
 type NetHTTP = netHTTP
 

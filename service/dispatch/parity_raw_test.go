@@ -247,6 +247,8 @@ func TestParityHeadParsing(t *testing.T) {
 		// More of the same, each read alike by both.
 		"no reason phrase":        "HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok",
 		"status 600":              "HTTP/1.1 600 Beyond\r\nContent-Length: 2\r\n\r\nok",
+		"space in a field name":   "HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 2\r\n\r\nok",
+		"space before the colon":  "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok",
 		"both framings":           "HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
 		"chunked with trailers":   "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n2;ext=1\r\nlo\r\n0\r\nX-Trailer: t\r\n\r\n",
 		"HTTP/1.0 to the end":     "HTTP/1.0 200 OK\r\n\r\nuntil close",

@@ -2,9 +2,10 @@
 
 package dispatch
 
-// leanHTTP is false where peek cannot look at a connection without
-// waiting: h1 would then take what a target sent on an idle connection for
-// the next answer, so http:// targets go through net/http too.
-const leanHTTP = false
+// peek cannot look at a connection without waiting here (AIX has no
+// MSG_DONTWAIT): a pooled connection is taken as it is, as fasthttp takes
+// it. One the target closed while idle fails the attempt, or is replaced
+// for a replayable request (errStale).
+func (p *peeker) peek() peekResult { return peekNothing }
 
-func peek(*h1Conn) peekResult { return peekNothing }
+func (p *peeker) recv(uintptr) bool { return true }

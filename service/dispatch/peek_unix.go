@@ -4,36 +4,30 @@ package dispatch
 
 import "syscall"
 
-// leanHTTP says whether http:// targets go through h1: it needs peek,
-// which needs a non-blocking MSG_PEEK.
-const leanHTTP = true
-
-// peek looks, without waiting and without taking anything, at what the
-// target has sent on c: nothing, data, or the end of the connection.
-func peek(c *h1Conn) peekResult {
-	if c.raw == nil {
-		return peekNothing
-	}
-	var (
-		buf [1]byte
-		n   int
-		err error
-	)
-	if rerr := c.raw.Read(func(fd uintptr) bool {
-		for {
-			n, _, err = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			if err != syscall.EINTR {
-				return true // done, whatever it found: never wait
-			}
-		}
-	}); rerr != nil {
+// peek looks with one recvfrom(2), MSG_PEEK and MSG_DONTWAIT. Under TLS it
+// sees records, not what they carry: any record on an idle connection (a
+// close_notify alert, or an answer nothing asked for) makes it unfit all
+// the same.
+func (p *peeker) peek() peekResult {
+	p.n, p.err = 0, nil
+	if rerr := p.raw.Read(p.try); rerr != nil {
 		return peekClosed
 	}
 	switch {
-	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK:
+	case p.err == syscall.EAGAIN || p.err == syscall.EWOULDBLOCK:
 		return peekNothing
-	case err == nil && n > 0:
+	case p.err == nil && p.n > 0:
 		return peekData
 	}
 	return peekClosed
+}
+
+// recv is the look itself, done whatever it finds: it never waits.
+func (p *peeker) recv(fd uintptr) bool {
+	for {
+		p.n, _, p.err = syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		if p.err != syscall.EINTR {
+			return true
+		}
+	}
 }

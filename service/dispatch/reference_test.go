@@ -15,8 +15,8 @@ import (
 )
 
 // netHTTP sends an attempt through net/http's Transport, as the
-// Dispatcher does for https targets (sendStd): the reference the tests hold
-// the Dispatcher to. What net/http makes of a response (its
+// Dispatcher did for https targets before it used fasthttp: the reference
+// the tests hold the Dispatcher to. What net/http makes of a response (its
 // status, the headers an attempt reads, the body, or an error) is what an
 // attempt should make of it; so is what a target sees of a request.
 type netHTTP struct {

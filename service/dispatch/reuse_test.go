@@ -18,9 +18,8 @@ import (
 // is idle, must not be taken for the next request's response: the
 // connection is dropped, as net/http drops it ("Unsolicited response
 // received on idle HTTP channel").
-func TestH1DropsAConnectionSpokenOnWhileIdle(t *testing.T) {
+func TestDropsAConnectionSpokenOnWhileIdle(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	srv := newRawServer(t,
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+pause+"HTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nstale",
 		"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
@@ -38,9 +37,8 @@ func TestH1DropsAConnectionSpokenOnWhileIdle(t *testing.T) {
 // A target (Google's GFE, per golang/go#32310) that answers an idle
 // connection with a 408 and hangs up: the next attempt goes out on a new
 // connection and gets its own answer, as with net/http.
-func TestH1ResendsAfterAnIdle408(t *testing.T) {
+func TestResendsAfterAnIdle408(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	url := serveTCP(t, func(c net.Conn, n int) {
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
@@ -70,9 +68,8 @@ func TestH1ResendsAfterAnIdle408(t *testing.T) {
 // connection closed while idle. It must receive the request at most twice
 // in one attempt, not once per pooled connection, and a POST without an
 // Idempotency-Key only once (net/http's rule).
-func TestH1ResendsOnceOnANewConnection(t *testing.T) {
+func TestResendsOnceOnANewConnection(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	const pooled = 3
 	var (
 		mu      sync.Mutex
@@ -123,9 +120,8 @@ func TestH1ResendsOnceOnANewConnection(t *testing.T) {
 // The target answers 413 after the head and neither reads the body nor
 // hangs up: the answer is the attempt's, as soon as it comes, not a
 // timeout once the deadline has passed.
-func TestH1KeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
+func TestKeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	done := make(chan struct{})
 	url := serveTCP(t, func(c net.Conn, _ int) {
 		skipRequestHead(bufio.NewReader(c))
@@ -145,7 +141,6 @@ func TestH1KeepsAnEarlyAnswerWithoutHangUp(t *testing.T) {
 // ends instead of keeping it idle.
 func TestCloseClosesTheConnectionsOfSendsInFlight(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	closed := make(chan struct{})
 	url := serveTCP(t, func(c net.Conn, _ int) {
 		br := bufio.NewReader(c)
@@ -173,9 +168,8 @@ func TestCloseClosesTheConnectionsOfSendsInFlight(t *testing.T) {
 // RFC 9112 §5.2: a user agent must replace obs-fold with SP before
 // interpreting a field, so "Content-Length: 1" folded onto " 0" reads
 // "1 0", which net/http rejects (bad Content-Length), and so does h1.
-func TestH1FoldedContentLengthIsMalformed(t *testing.T) {
+func TestFoldedContentLengthIsMalformed(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n 0\r\n\r\n0123456789")
 	if res := get(newDispatcher(t, dispatch.Config{}), srv.url()); res.Err == nil {
 		t.Fatalf("Send = %d %q; want an error, as net/http gives, for a folded Content-Length", res.Status, res.Body)
@@ -184,9 +178,8 @@ func TestH1FoldedContentLengthIsMalformed(t *testing.T) {
 
 // A connection idle for longer than an attempt may last is still reused:
 // the last attempt's deadline must not count against it.
-func TestH1ReusesAConnectionIdlePastTheAttemptTimeout(t *testing.T) {
+func TestReusesAConnectionIdlePastTheAttemptTimeout(t *testing.T) {
 	t.Parallel()
-	skipUnlessLean(t)
 	srv := newRawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 	d := newDispatcher(t, dispatch.Config{Timeout: 100 * time.Millisecond})
 	for range 2 {
