@@ -93,7 +93,8 @@ type Task struct {
 	// reference to an object, "blob:sha256:<hex>" in retryd's own blob
 	// store or "s3://bucket/key" for one in S3 (retryd's or the caller's).
 	// Body is then empty: a task with both is ErrInvalid. The store keeps
-	// the reference as given and never reads the object.
+	// the reference as given and never reads the object; it tells which
+	// references tasks still hold (Purger.BodyRefsInUse).
 	BodyRef string
 	// BodySize is the body's size in bytes, whichever way it is held: for
 	// a body by reference, what the creator says it is (the store keeps it;
@@ -389,6 +390,52 @@ type Feed interface {
 	// closed, when it returns one wrapping ErrClosed (at once if it was
 	// closed before the call). Any number of Listens may run at once.
 	Listen(ctx context.Context, wake func(Due), onListening func()) error
+}
+
+// MaxPurgeLimit is the most tasks one TaskPurge deletes.
+const MaxPurgeLimit = 1000
+
+// Purger is implemented by every store (SQLite, PostgreSQL, Redis): what
+// retryd's retention sweep deletes old tasks with, and what its blob sweeps
+// ask before deleting a body. The scheduler and the API need neither, so
+// it is not part of Store; callers find it with a type assertion,
+// st.(store.Purger).
+type Purger interface {
+	// TaskPurge deletes up to limit terminal tasks (SUCCEEDED, EXHAUSTED,
+	// FAILED, CANCELLED), of every tenant, whose FinishedAt is before
+	// before (a terminal task does not change after it, but for a redrive,
+	// which makes it live again), the oldest first, with their attempt
+	// logs. It returns the distinct non-empty BodyRefs the deleted tasks
+	// held, sorted, for the caller to delete the blobs no other task holds
+	// (BodyRefsInUse), and the number of tasks deleted; fewer than limit
+	// means that no more were due when it looked. limit ≤ 0 or over
+	// MaxPurgeLimit means MaxPurgeLimit. Live tasks are never deleted.
+	//
+	// A purged task is gone: TaskGet answers ErrNotFound, lists and
+	// TaskCounts leave it out, AttemptList answers ErrNotFound, and its
+	// idempotency key is free again: a TaskCreate with it creates a new
+	// task, whatever its request hash. (Retention is what bounds how long
+	// a key deduplicates: it must outlast the time clients retry a
+	// request for.)
+	//
+	// SQLite and PostgreSQL delete the batch in one transaction. Redis
+	// deletes each partition's part of it in one script run; a call that
+	// fails may have deleted some of them, and calling again finishes the
+	// job.
+	TaskPurge(ctx context.Context, before time.Time, limit int) (refs []string, n int, err error)
+	// BodyRefsInUse returns which of refs some task (of any tenant, in any
+	// state) holds as its BodyRef: true for those, absent for the others.
+	// A task created after it looked may hold one it did not report.
+	BodyRefsInUse(ctx context.Context, refs []string) (map[string]bool, error)
+}
+
+// PurgeLimit returns the number of tasks a TaskPurge of limit deletes at
+// most, applying TaskPurge's rules, for backends.
+func PurgeLimit(limit int) int {
+	if limit <= 0 || limit > MaxPurgeLimit {
+		return MaxPurgeLimit
+	}
+	return limit
 }
 
 // Created returns the task a store holds once TaskCreate has stored t (its

@@ -72,7 +72,7 @@ func decodeLoc(s string) (loc, error) {
 }
 
 // taskFields appends the hash fields and values of new task t to args,
-// id, tn, ik, next and seq first: the create script finds them there.
+// id, tn, ik, next, seq and br first: the create script finds them there.
 func taskFields(args []any, t *store.Task, seq int64) []any {
 	bin := "0"
 	if t.BodyBinary {
@@ -84,10 +84,10 @@ func taskFields(args []any, t *store.Task, seq int64) []any {
 	}
 	created := itoa(epochms.Of(t.CreatedAt))
 	return append(args, "id", t.ID, "tn", t.Tenant, "ik", t.IdempotencyKey, "next", itoa(epochms.Of(t.NextAttemptAt)),
-		"seq", itoa(seq), "rh", t.RequestHash, "url", t.TargetURL, "m", t.Method, "h", encodeHeaders(t.Headers),
+		"seq", itoa(seq), "br", t.BodyRef, "rh", t.RequestHash, "url", t.TargetURL, "m", t.Method, "h", encodeHeaders(t.Headers),
 		"b", body, "bb", bin, "pol", t.PolicyID, "st", string(store.Pending), "an", "0", "prev", "0",
 		"bs", itoa(epochms.Of(t.BudgetStart)), "le", "", "ls", "0", "lu", "0", "v", "1", "c", created, "u", created,
-		"f", "0", "ca", "0", "ln", "0", "br", t.BodyRef, "bz", itoa(t.BodySize))
+		"f", "0", "ca", "0", "ln", "0", "bz", itoa(t.BodySize))
 }
 
 func encodeHeaders(h map[string]string) string {

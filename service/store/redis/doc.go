@@ -44,6 +44,12 @@
 //	<prefix>{p:N}:l:<state>… sorted sets of task IDs by creation order, for TaskList:
 //	                         per state (LIVE = PENDING or IN_FLIGHT, or a terminal
 //	                         status), for all tenants, one tenant, one tenant's policy
+//	<prefix>{p:N}:done       sorted set of terminal task IDs by when they ended (ms),
+//	                         for TaskPurge
+//	<prefix>{p:N}:refs       hash of body reference → number of tasks holding it,
+//	                         for BodyRefsInUse
+//	<prefix>{p:N}:purged     list of the ID and key records TaskPurge has yet to
+//	                         release (empty but while it runs, or after it failed)
 //
 // Every script (lua/*.lua) names all the keys it touches in KEYS, and they
 // all belong to one partition, or for policies to one tenant

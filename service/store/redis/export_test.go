@@ -2,10 +2,12 @@ package redis
 
 import (
 	"context"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 )
 
 // Client returns the store's go-redis client, so that tests can watch the
@@ -20,7 +22,7 @@ func ScriptNames(s *Store) map[string]string {
 	return map[string]string{
 		s.sc.create.Hash(): "create", s.sc.claim.Hash(): "claim", s.sc.finish.Hash(): "finish",
 		s.sc.transition.Hash(): "transition", s.sc.attempts.Hash(): "attempts", s.sc.policy.Hash(): "policy",
-		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list",
+		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list", s.sc.purge.Hash(): "purge",
 	}
 }
 
@@ -43,3 +45,39 @@ var (
 	Pack   = pack
 	Unpack = unpack
 )
+
+// PurgeCutShort runs TaskPurge's deletions without releasing the ID and
+// idempotency key records, as a process that died between the two would
+// have; it returns how many tasks it deleted.
+func PurgeCutShort(ctx context.Context, s *Store, before time.Time) (int, error) {
+	if err := s.backfillDone(ctx); err != nil {
+		return 0, err
+	}
+	_, got, err := s.purgeRound(ctx, epochms.Of(before), store.MaxPurgeLimit)
+	return len(got), err
+}
+
+// ForgetDoneIndex empties the done sets and unmarks them complete, as in a
+// store written before they existed.
+func ForgetDoneIndex(ctx context.Context, s *Store) error {
+	for p := range s.parts {
+		if err := s.rdb.Del(ctx, s.k.done(p)).Err(); err != nil {
+			return err
+		}
+	}
+	s.doneFilled.Store(false)
+	return s.rdb.HDel(ctx, s.k.config(), configDone).Err()
+}
+
+// PurgedLeft returns how many entries the purged lists hold.
+func PurgedLeft(ctx context.Context, s *Store) (int64, error) {
+	var n int64
+	for p := range s.parts {
+		l, err := s.rdb.LLen(ctx, s.k.purged(p)).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += l
+	}
+	return n, nil
+}

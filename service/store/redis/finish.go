@@ -91,7 +91,7 @@ type finishBatch struct {
 
 func (s *Store) newFinishBatch(p int) *finishBatch {
 	b := &finishBatch{part: p}
-	for _, k := range []string{s.k.due(p), s.k.lease(p), s.k.counts(p)} {
+	for _, k := range []string{s.k.due(p), s.k.lease(p), s.k.counts(p), s.k.done(p)} {
 		b.key(k)
 	}
 	b.args = []any{s.k.wake(p), s.logCap}

@@ -49,6 +49,15 @@ func (k keys) counts(p int) string          { return k.bases[p] + "counts" }
 func (k keys) task(p int, id string) string { return k.bases[p] + "t:" + id }
 func (k keys) log(p int, id string) string  { return k.bases[p] + "a:" + id }
 
+// For the retention sweep and the blob sweeps (store.Purger): done is the
+// sorted set of partition p's terminal task IDs by when they ended (ms),
+// refs the hash of each body reference its tasks hold → how many hold it,
+// and purged the list of records TaskPurge still has to release (see
+// purge.go).
+func (k keys) done(p int) string   { return k.bases[p] + "done" }
+func (k keys) refs(p int) string   { return k.bases[p] + "refs" }
+func (k keys) purged(p int) string { return k.bases[p] + "purged" }
+
 // Scopes of the list indexes: every task of a partition, a tenant's, or a
 // tenant's of one policy.
 const (

@@ -39,6 +39,17 @@ func (c *locCache) put(id string, l loc) {
 	c.mu.Unlock()
 }
 
+// forget drops the entries of ids: their tasks were purged, and an ID may
+// be used again.
+func (c *locCache) forget(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.cur, id)
+		delete(c.old, id)
+	}
+}
+
 func (c *locCache) putLocked(id string, l loc) {
 	if len(c.cur) >= locCacheSize || c.cur == nil {
 		c.old, c.cur = c.cur, make(map[string]loc, min(2*len(c.cur)+16, locCacheSize))

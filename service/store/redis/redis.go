@@ -87,6 +87,8 @@ type Store struct {
 	locs   locCache
 	turn   atomic.Uint64 // rotates which partition a fair claim serves first
 
+	doneFilled atomic.Bool // the done sets are known complete (see backfillDone)
+
 	creates *coalesce.Coalescer[*store.Task, store.CreateResult] // TaskCreate's batches
 
 	life      context.Context // cancelled by Close: ends every Listen

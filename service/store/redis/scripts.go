@@ -29,11 +29,13 @@ var (
 	releaseLua string
 	//go:embed lua/due.lua
 	dueLua string
+	//go:embed lua/purge.lua
+	purgeLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
 type scripts struct {
-	create, claim, finish, transition, list, attempts, policy, release, due *goredis.Script
+	create, claim, finish, transition, list, attempts, policy, release, due, purge *goredis.Script
 }
 
 func newScripts() scripts {
@@ -47,6 +49,7 @@ func newScripts() scripts {
 		policy:     goredis.NewScript(policyLua),
 		release:    goredis.NewScript(releaseLua),
 		due:        goredis.NewScript(dueLua),
+		purge:      goredis.NewScript(purgeLua),
 	}
 }
 

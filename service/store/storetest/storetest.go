@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"FinishConcurrent", testFinishConcurrent},
 		{"AttemptList", testAttemptList},
 		{"TaskCounts", testTaskCounts},
+		{"Purge", testPurge},
 		{"Close", testClose},
 		{"Feed", testFeed},
 	}

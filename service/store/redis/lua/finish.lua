@@ -2,8 +2,8 @@
 -- Records outcomes of claimed attempts of one partition, in order, each
 -- fenced on its task's version: a task that is not IN_FLIGHT at that
 -- version is left alone.
--- KEYS: 1 due set, 2 lease set, 3 counts, then the keys items name by
---       position
+-- KEYS: 1 due set, 2 lease set, 3 counts, 4 terminal tasks by end, then
+--       the keys items name by position
 -- ARGV: 1 wake channel, 2 attempt log cap, then 13 per item: id, task hash
 --       key #, attempt log key #, version, status, next attempt (ms), previous
 --       delay (ns), last error, last status, now (ms), attempt entry ('' for
@@ -33,6 +33,7 @@ for i = 3, #ARGV, 13 do
       wakes[#wakes + 1] = id .. ' ' .. ARGV[i + 5] .. ' ' .. set[2]
     else
       set[#set + 1], set[#set + 2] = 'f', now
+      redis.call('ZADD', KEYS[4], now, id)
       local live, dead = tonumber(ARGV[i + 11]), tonumber(ARGV[i + 12])
       for j = 0, 2 do
         redis.call('ZREM', KEYS[live + j], id)

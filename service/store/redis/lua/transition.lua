@@ -1,8 +1,8 @@
 #!lua
 -- Cancels (to CANCELLED) or redrives (to PENDING) one task whose status is
 -- one of the allowed ones.
--- KEYS: 1 task hash, 2 due set, 3 lease set, 4 counts, then 3 list index
---       keys per state named in ARGV, in that order
+-- KEYS: 1 task hash, 2 due set, 3 lease set, 4 counts, 5 terminal tasks by
+--       end, then 3 list index keys per state named in ARGV, in that order
 -- ARGV: 1 wake channel, 2 id, 3 new status, 4 now (ms), 5 n, 6..5+n the
 --       allowed statuses, then the states whose index keys follow
 -- Returns {1} for no such task, {2} for a status not allowed, else
@@ -21,7 +21,7 @@ if not allowed then
 end
 local base = {}
 for i = 6 + n, #ARGV do
-  base[ARGV[i]] = 5 + 3 * (i - 6 - n)
+  base[ARGV[i]] = 6 + 3 * (i - 6 - n)
 end
 local function state(s)
   if s == 'PENDING' or s == 'IN_FLIGHT' then return 'LIVE' end
@@ -38,9 +38,11 @@ if to == 'PENDING' then
   redis.call('HSET', KEYS[1], 'st', 'PENDING', 'an', '0', 'prev', '0', 'le', '', 'ls', '0', 'next', now,
     'bs', now, 'f', '0', 'lu', '0', 'u', now)
   redis.call('ZADD', KEYS[2], now, id)
+  redis.call('ZREM', KEYS[5], id)
   redis.call('PUBLISH', ARGV[1], id .. ' ' .. now .. ' ' .. v)
 else
   redis.call('HSET', KEYS[1], 'st', to, 'f', now, 'lu', '0', 'u', now)
+  redis.call('ZADD', KEYS[5], now, id)
 end
 local from, dest = state(st), state(to)
 if from ~= dest then
