@@ -52,6 +52,7 @@ type Config struct {
 	AttemptTimeout              time.Duration
 	ConnectTimeout              time.Duration
 	ShutdownGrace               time.Duration
+	Retention                   time.Duration // how long finished tasks are kept (sweep.go); 0 for ever
 }
 
 // prefixes is a repeatable CIDR flag.
@@ -117,6 +118,7 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.AttemptTimeout, "attempt-timeout", dispatch.DefaultTimeout, "bound on one attempt: connect, send, read")
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", dispatch.DefaultConnectTimeout, "bound on connecting to a target")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", scheduler.DefaultShutdownGrace, "on SIGINT/SIGTERM, how long attempts in flight may finish")
+	retentionFlags(fs, c)
 	return fs
 }
 

@@ -74,6 +74,10 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		follow(feedCtx, o.follow, sched, log)
 		go watchLeases(feedCtx, st, sched, c.Lease, log)
 	}
+	// The retention and orphan sweeps (sweep.go) stop before the store
+	// closes. The blob store hook: nil until Serve opens the --blobs store,
+	// which then goes here (purge still runs without one).
+	defer startSweeps(ctx, st, nil, c.Retention, log)()
 	scrape, metricsAuth := metricsHandler(m, c, tokens, metricsTokens)
 	mux := http.NewServeMux()
 	if c.MetricsListen == "" {
