@@ -7,23 +7,40 @@
 // {"error": {"code", "message", "field"}} with its status. Request bodies are
 // strict: one JSON object, no unknown or repeated fields, no trailing data,
 // at most Config.MaxBodyBytes (Config.MaxBatchBodyBytes for POST
-// /retry-tasks/batch). Times are epoch milliseconds. What net/http answers
+// /retry-tasks/batch). Times are epoch milliseconds.
+//
+// With Config.Blobs, a task's body over Config.BlobThreshold is kept in the
+// blob store, the task holding its reference (bodyRef) and size: POST
+// /retry-tasks streams it there as it reads the request (taskstream.go), up
+// to Config.MaxLargeBodyBytes, and a batch puts its tasks' large bodies
+// there too. A task may also name a body its caller uploaded (bodyRef
+// s3://bucket/key) within its tenant's allow-list (ParseTokens). What net/http answers
 // before any handler of the API runs (a redirect of a path its ServeMux
 // would clean, a 431 for headers over the server's limit) is made JSON by
 // CanonicalPaths and Listener, for a server that mounts the handler.
 package api
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/retrykit/retry/service/blob"
 	"github.com/retrykit/retry/service/store"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultBlobThreshold is Config.BlobThreshold when 0: an inline body over
+// 64 KiB goes to the blob store.
+const DefaultBlobThreshold = 64 << 10
+
+// DefaultMaxLargeBodyBytes is Config.MaxLargeBodyBytes when 0: with a blob
+// store, POST /retry-tasks takes up to 64 MiB.
+const DefaultMaxLargeBodyBytes = 64 << 20
 
 // DefaultMaxBatchBodyBytes is the body limit of POST /retry-tasks/batch when
 // Config.MaxBatchBodyBytes is 0: 16 MiB, room for MaxBatchTasks tasks of
@@ -57,8 +74,30 @@ type Config struct {
 	// Debug; nil discards.
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies (413 past it), and each task of a
-	// batch (a 400 for that item); 0 means DefaultMaxBodyBytes.
+	// batch (a 400 for that item); 0 means DefaultMaxBodyBytes. With Blobs,
+	// POST /retry-tasks is held to MaxLargeBodyBytes instead, and to this
+	// for everything in it but its body.
 	MaxBodyBytes int64
+	// Blobs, when set, keeps the bodies too large for a task's row. A body
+	// given inline (body or bodyBase64) of over BlobThreshold bytes is put
+	// there, streamed as the request is read, and the task keeps only its
+	// reference (bodyRef) and size (bodySize); and a task may name a body
+	// its caller uploaded (bodyRef: s3://bucket/key, within the tenant's
+	// allow-list), which the dispatcher reads from Blobs at each attempt.
+	// nil keeps every body in its task's row and refuses bodyRef.
+	Blobs blob.Store
+	// BlobThreshold is the largest body kept in a task's row when Blobs is
+	// set; 0 means DefaultBlobThreshold. At most MaxBodyBytes.
+	BlobThreshold int64
+	// MaxLargeBodyBytes caps the body of POST /retry-tasks when Blobs is
+	// set (413 past it); 0 means DefaultMaxLargeBodyBytes. The task's body
+	// goes to Blobs as it is read, so this is no measure of memory.
+	MaxLargeBodyBytes int64
+	// AllowBodyRefs lists, when authentication is off (Tokens nil), the
+	// prefixes s3://bucket/[prefix/] under which DefaultTenant's bodyRefs
+	// may lie; none by default. With Tokens each tenant's list is in the
+	// tokens file (see ParseTokens), and AllowBodyRefs must be empty.
+	AllowBodyRefs []string
 	// MaxBatchBodyBytes caps the body of POST /retry-tasks/batch (413 past
 	// it); 0 means DefaultMaxBatchBodyBytes. The whole body is held in
 	// memory while it is checked, so it bounds what one request costs.
@@ -126,6 +165,11 @@ type server struct {
 	log          *slog.Logger
 	maxBody      int64
 	maxBatchBody int64
+	blobs        blob.Store   // nil: bodies stay in rows, no bodyRef
+	threshold    int64        // bodies over it go to blobs
+	maxLarge     int64        // the limit of POST /retry-tasks with blobs
+	defaultRefs  []string     // AllowBodyRefs, checked
+	ownRefs      string       // the prefix of blobs' own s3:// references, "" when unknown
 	policies     *policyCache // nil when off
 	now          func() time.Time
 	mux          *http.ServeMux
@@ -139,12 +183,14 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("api: Config.Store is required")
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxBatchBodyBytes < 0 {
-		return nil, errors.New("api: Config.MaxBodyBytes and MaxBatchBodyBytes must not be negative")
+	if cfg.MaxBodyBytes < 0 || cfg.MaxBatchBodyBytes < 0 || cfg.BlobThreshold < 0 || cfg.MaxLargeBodyBytes < 0 {
+		return nil, errors.New("api: Config.MaxBodyBytes, MaxBatchBodyBytes, BlobThreshold and MaxLargeBodyBytes must not be negative")
 	}
 	s := &server{
 		store: cfg.Store, waker: cfg.Waker, tokens: cfg.Tokens, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, maxBatchBody: cfg.MaxBatchBodyBytes,
+		blobs: cfg.Blobs, threshold: cmp.Or(cfg.BlobThreshold, DefaultBlobThreshold),
+		maxLarge: cmp.Or(cfg.MaxLargeBodyBytes, DefaultMaxLargeBodyBytes),
 		policies: newPolicyCache(cfg.PolicyCacheSize), now: cfg.Now, mux: http.NewServeMux(),
 	}
 	if s.log == nil {
@@ -158,6 +204,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if err := s.blobConfig(cfg); err != nil {
+		return nil, err
 	}
 	for _, rt := range s.routeTable() {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.endpoint(rt.handle))

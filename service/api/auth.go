@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -21,6 +22,9 @@ const MinTokenLength = 16
 // (or how much of one) matched.
 type Tokens struct {
 	entries []tokenEntry
+	// bodyRefs lists, per tenant, the prefixes its bodyRefs may lie under
+	// (the tokens file's s3:// fields); a tenant without any may give none.
+	bodyRefs map[string][]string
 }
 
 type tokenEntry struct {
@@ -61,12 +65,25 @@ func checkToken(token, tenant string) error {
 	return nil
 }
 
-// ParseTokens reads a tokens file: one "TOKEN TENANT" pair per line,
-// separated by spaces or tabs; blank lines and lines starting with '#' are
-// skipped. A tenant may have several tokens (to rotate them); a token may
-// appear only once.
+// ParseTokens reads a tokens file: one "TOKEN TENANT [BODYREF_PREFIX…]" line
+// per token, its fields separated by spaces or tabs; blank lines and lines
+// starting with '#' are skipped. A tenant may have several tokens (to rotate
+// them); a token may appear only once.
+//
+// The fields after the tenant, none by default, are the places the tenant's
+// tasks may name as their bodyRef: prefixes s3://bucket/ or
+// s3://bucket/some/prefix/, each ending with '/' (so that s3://b/a/ does not
+// also allow s3://b/ab/; see ParseBodyRefPrefix). retryd reads such a body
+// with its own credentials and sends it to a target the tenant chooses, so
+// a tenant may name only what it is allowed to read. A tenant's prefixes are
+// those of all its lines together:
+//
+//	# token                      tenant  bodyRef prefixes (optional)
+//	3f1c…e9a0                    acme    s3://acme-payloads/retry/ s3://shared/acme/
+//	77b2…01cd                    globex
 func ParseTokens(r io.Reader) (*Tokens, error) {
 	m := map[string]string{}
+	refs := map[string][]string{}
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -74,8 +91,8 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) != 2 {
-			return nil, fmt.Errorf("api: tokens line %d: want \"TOKEN TENANT\", got %d fields", n, len(f))
+		if len(f) < 2 {
+			return nil, fmt.Errorf("api: tokens line %d: want \"TOKEN TENANT [s3://bucket/prefix/…]\", got %d field(s)", n, len(f))
 		}
 		if _, dup := m[f[0]]; dup {
 			return nil, fmt.Errorf("api: tokens line %d: token repeated", n)
@@ -84,12 +101,40 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 			return nil, fmt.Errorf("tokens line %d: %w", n, err)
 		}
 		m[f[0]] = f[1]
+		for _, p := range f[2:] {
+			if err := ParseBodyRefPrefix(p); err != nil {
+				return nil, fmt.Errorf("api: tokens line %d: %w", n, err)
+			}
+			if !slices.Contains(refs[f[1]], p) {
+				refs[f[1]] = append(refs[f[1]], p)
+			}
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("api: reading tokens: %w", err)
 	}
-	return NewTokens(m)
+	t, err := NewTokens(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(refs) > 0 {
+		t.bodyRefs = refs
+	}
+	return t, nil
 }
+
+// BodyRefPrefixes returns the prefixes under which tenant's bodyRefs may
+// lie, from the tokens file; none for a tenant the file gives none, and for
+// a nil Tokens.
+func (t *Tokens) BodyRefPrefixes(tenant string) []string {
+	if t == nil {
+		return nil
+	}
+	return slices.Clone(t.bodyRefs[tenant])
+}
+
+// HasBodyRefs reports whether any tenant may give a bodyRef.
+func (t *Tokens) HasBodyRefs() bool { return t != nil && len(t.bodyRefs) > 0 }
 
 // LoadTokens reads the tokens file at path (see ParseTokens); retryd's
 // --tokens-file.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,22 +16,30 @@ import (
 	"unicode/utf8"
 )
 
-// readBody reads a request body of at most limit bytes. A Content-Type,
-// when sent, must be application/json.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// checkContentType refuses a Content-Type, when one is sent, that is not
+// application/json.
+func checkContentType(r *http.Request) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "", "want Content-Type application/json, got %q", ct)
+			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "", "want Content-Type application/json, got %q", ct)
 		}
 	}
-	tooLarge := errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "", "request body is over %d bytes", limit)
+	return nil
+}
+
+// readBody reads a request body of at most limit bytes into memory (a
+// policy, a batch; a single task is streamed by decodeTask).
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if err := checkContentType(r); err != nil {
+		return nil, err
+	}
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge(limit)
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge
+			return nil, tooLarge(limit)
 		}
 		return nil, invalid("", "reading the request body: %v", err)
 	}
@@ -191,6 +200,7 @@ func syntaxError(err error) *APIError {
 // bad field instead of stopping at the first.
 type fields struct {
 	m        map[string]json.RawMessage
+	streamed map[string]*bodyValue // members decodeTask read itself (not in m)
 	problems []FieldProblem
 }
 
@@ -215,6 +225,23 @@ func (f *fields) str(name string) (v string, present bool) {
 		f.bad(name, "must be a string")
 	}
 	return v, true
+}
+
+// body reads a body or bodyBase64 member: as decodeTask streamed it, or
+// from the object, decoding bodyBase64 (badBase64 when it is not base64).
+func (f *fields) body(name string) (*bodyValue, bool) {
+	if v, ok := f.streamed[name]; ok {
+		return v, true
+	}
+	s, ok := f.str(name)
+	if !ok {
+		return nil, false
+	}
+	if name != "bodyBase64" {
+		return &bodyValue{data: []byte(s)}, true
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	return &bodyValue{data: b, badBase64: err != nil}, true
 }
 
 // check decodes a string member and records why(value) as its problem when

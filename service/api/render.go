@@ -22,6 +22,8 @@ type task struct {
 	Headers            map[string]string `json:"headers"`
 	Body               *string           `json:"body,omitempty"`
 	BodyBase64         []byte            `json:"bodyBase64,omitempty"`
+	BodyRef            string            `json:"bodyRef,omitempty"`
+	BodySize           int64             `json:"bodySize,omitempty"`
 	PolicyID           string            `json:"policyId"`
 	Status             store.Status      `json:"status"`
 	AttemptNumber      int               `json:"attemptNumber"`
@@ -34,7 +36,9 @@ type task struct {
 }
 
 // taskJSON renders t. A terminal task has no next attempt, so it has no
-// nextAttemptAt; an empty body is neither body nor bodyBase64.
+// nextAttemptAt; an empty body is neither body nor bodyBase64. A body by
+// reference is its bodyRef, with its bodySize when retryd knows it (a body
+// it put in the blob store), and never the body itself.
 func taskJSON(t *store.Task) *task {
 	out := &task{
 		TaskID: t.ID, IdempotencyKey: t.IdempotencyKey, TargetURL: t.TargetURL, Method: t.Method,
@@ -45,9 +49,12 @@ func taskJSON(t *store.Task) *task {
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
 	}
-	if t.BodyBinary {
+	switch {
+	case t.BodyRef != "":
+		out.BodyRef, out.BodySize = t.BodyRef, t.BodySize
+	case t.BodyBinary:
 		out.BodyBase64 = t.Body
-	} else if len(t.Body) > 0 {
+	case len(t.Body) > 0:
 		body := string(t.Body)
 		out.Body = &body
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/blob/disk"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
@@ -26,7 +27,8 @@ const (
 type env struct {
 	srv   *httptest.Server
 	store *sqlite.Store
-	token string // sent by do unless a call overrides it
+	blobs *disk.Store // nil unless options.blobs
+	token string      // sent by do unless a call overrides it
 }
 
 type options struct {
@@ -37,6 +39,11 @@ type options struct {
 	now          func() time.Time              // Config.Now
 	wrap         func(store.Store) store.Store // what the API sees of the store, when set
 	policyCache  int                           // Config.PolicyCacheSize
+	blobs        bool                          // an embedded blob store (Config.Blobs)
+	threshold    int64                         // Config.BlobThreshold
+	maxLarge     int64                         // Config.MaxLargeBodyBytes
+	allowRefs    []string                      // Config.AllowBodyRefs
+	refsA        string                        // the bodyRef prefixes of tenant-a's line of the tokens file
 }
 
 func setup(t testing.TB, o options) *env {
@@ -53,8 +60,15 @@ func setup(t testing.TB, o options) *env {
 		cfg.Store = o.wrap(st)
 	}
 	e := &env{store: st}
+	if o.blobs {
+		if e.blobs, err = disk.Open(filepath.Join(t.TempDir(), "retryd.blobs")); err != nil {
+			t.Fatalf("disk.Open: %v", err)
+		}
+		t.Cleanup(func() { e.blobs.Close() })
+		cfg.Blobs, cfg.BlobThreshold, cfg.MaxLargeBodyBytes, cfg.AllowBodyRefs = e.blobs, o.threshold, o.maxLarge, o.allowRefs
+	}
 	if o.tokens {
-		cfg.Tokens, err = api.ParseTokens(strings.NewReader(tokenA + " tenant-a\n" + tokenB + " tenant-b\n"))
+		cfg.Tokens, err = api.ParseTokens(strings.NewReader(tokenA + " tenant-a " + o.refsA + "\n" + tokenB + " tenant-b\n"))
 		if err != nil {
 			t.Fatalf("ParseTokens: %v", err)
 		}

@@ -86,15 +86,17 @@ func parseBatch(data []byte) ([]json.RawMessage, error) {
 }
 
 // parseItem checks one task of a batch as POST /retry-tasks checks its
-// body, size limit included, so that a batch is no way around a rule.
-func (s *server) parseItem(raw json.RawMessage, now time.Time) (*taskRequest, error) {
+// body, its size limit included (without a blob store; with one, POST
+// /retry-tasks streams larger bodies, which a batch, held in memory, does
+// not take), so that a batch is no way around a rule.
+func (s *server) parseItem(raw json.RawMessage, now time.Time, rule func(string) string) (*taskRequest, error) {
 	if int64(len(raw)) > s.maxBody {
-		return nil, invalid("", "is %d bytes; a task may be at most %d, as in POST /retry-tasks", len(raw), s.maxBody)
+		return nil, invalid("", "is %d bytes; a task of a batch may be at most %d", len(raw), s.maxBody)
 	}
 	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return nil, invalid("", "must be a task object")
 	}
-	return parseTask(raw, now)
+	return parseTask(raw, now, rule)
 }
 
 // taskCreateBatch creates up to MaxBatchTasks tasks with one store call, so
@@ -128,8 +130,9 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 	tasks := make([]*store.Task, 0, len(raws))
 	at := make([]int, 0, len(raws)) // at[j] is the item of tasks[j]
 	known := make(map[string]bool)
+	rule := s.bodyRefRule(tenant)
 	for i, raw := range raws {
-		req, err := s.parseItem(raw, now)
+		req, err := s.parseItem(raw, now, rule)
 		if err != nil {
 			fail(i, err)
 			continue
@@ -144,6 +147,12 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 		if !ok {
 			fail(i, unknownPolicy(req.policyID))
 			continue
+		}
+		// A body over the threshold goes to the blob store; a failure of
+		// the store fails the batch, which then stores no task (a blob put
+		// already is an orphan for the sweep).
+		if err := s.settleBody(ctx, req); err != nil {
+			return err
 		}
 		tasks = append(tasks, req.newTask(tenant, now))
 		at = append(at, i)

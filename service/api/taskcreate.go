@@ -2,13 +2,13 @@ package api
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
+	"github.com/retrykit/retry/service/blob"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -18,24 +18,49 @@ type taskRequest struct {
 	targetURL string
 	method    string
 	headers   map[string]string
-	body      []byte
-	binary    bool // the body came as bodyBase64
+	// body is the body held in memory, nil when there is none (or it is by
+	// reference); settleBody moves one over the threshold to the blob store.
+	body   []byte
+	binary bool // the body came as bodyBase64
+	// streamed is the body as the stream decoder read it, until settleBody
+	// places it: held, or on its way to the blob store.
+	streamed *bodyBuffer
+	// bodyRef is the caller's bodyRef, or the reference of the body retryd
+	// put in the blob store (moved).
+	bodyRef   string
+	moved     *blob.Blob // the body settleBody put in the blob store
+	hashHead  []byte     // the moved body's bytes when at most hashInlineMax, for hash
 	policyID  string
 	key       string // "" when the client sent none
 	notBefore *int64 // epoch ms; nil when the client sent none
 }
 
-// parseTask decodes and checks a task, reporting every bad field. method
-// defaults to POST. now is the time notBefore is judged against. Both POST
-// /retry-tasks and every item of its batch come through here, so that the
-// rules live in one place.
-func parseTask(data []byte, now time.Time) (*taskRequest, error) {
+// bodyValue is a body or bodyBase64 member as read: its bytes (decoded from
+// base64 for bodyBase64), or, when the stream decoder read it, the
+// bodyBuffer they went to.
+type bodyValue struct {
+	data      []byte
+	buf       *bodyBuffer
+	badBase64 bool // bodyBase64 is not standard base64
+}
+
+// parseTask decodes and checks a task held in memory, reporting every bad
+// field. method defaults to POST. now is the time notBefore is judged
+// against, rule says why a bodyRef is refused (or ""). Every item of a
+// batch comes through here; POST /retry-tasks comes through decodeTask,
+// which streams its body and then checks the task as this does (checkTask),
+// so that the rules live in one place.
+func parseTask(data []byte, now time.Time, rule func(string) string) (*taskRequest, error) {
 	m, err := parseObject(data)
 	if err != nil {
 		return nil, err
 	}
-	f := &fields{m: m}
-	f.unknown("targetUrl", "method", "headers", "body", "bodyBase64", "policyId", "idempotencyKey", "notBefore")
+	return checkTask(&fields{m: m}, now, rule)
+}
+
+// checkTask checks the members of a task.
+func checkTask(f *fields, now time.Time, rule func(string) string) (*taskRequest, error) {
+	f.unknown("targetUrl", "method", "headers", "body", "bodyBase64", "bodyRef", "policyId", "idempotencyKey", "notBefore")
 	req := &taskRequest{method: http.MethodPost}
 
 	req.targetURL, _ = f.check("targetUrl", true, checkTargetURL)
@@ -51,19 +76,23 @@ func parseTask(data []byte, now time.Time) (*taskRequest, error) {
 			f.bad("headers", why)
 		}
 	}
-	body, hasBody := f.str("body")
-	b64, hasB64 := f.str("bodyBase64")
+	body, hasBody := f.body("body")
+	b64, hasB64 := f.body("bodyBase64")
+	_, hasRef := f.raw("bodyRef")
 	switch {
+	case hasRef && (hasBody || hasB64):
+		f.bad("bodyRef", "give the body inline (body or bodyBase64) or by reference (bodyRef), not both")
+	case hasRef:
+		req.bodyRef, _ = f.check("bodyRef", false, rule)
 	case hasBody && hasB64:
 		f.bad("bodyBase64", "give body or bodyBase64, not both")
 	case hasBody:
-		req.body = []byte(body)
+		req.body, req.streamed = body.data, body.buf
 	case hasB64:
-		var err error
-		if req.body, err = base64.StdEncoding.Strict().DecodeString(b64); err != nil {
+		if b64.badBase64 {
 			f.bad("bodyBase64", "is not standard base64 (RFC 4648, with padding)")
 		}
-		req.binary = true
+		req.body, req.streamed, req.binary = b64.data, b64.buf, true
 	}
 	req.policyID, _ = f.check("policyId", true, checkPolicyID)
 	req.key, _ = f.check("idempotencyKey", false, checkKey)
@@ -80,21 +109,51 @@ func parseTask(data []byte, now time.Time) (*taskRequest, error) {
 	return req, nil
 }
 
+// discard gives up q's body: a Put of it in progress is aborted, and
+// nothing of it is stored. It does nothing once settleBody placed it.
+func (q *taskRequest) discard() {
+	if q.streamed != nil {
+		q.streamed.abort()
+		q.streamed = nil
+	}
+}
+
 // hash digests what is sent to the target, under which policy and from
 // when, to tell a repeat of a request from another request reusing its
 // idempotency key. encoding/json sorts map keys, so the encoding is
 // canonical. Whether the body came as body or bodyBase64 does not matter:
-// the bytes sent do. notBefore is left out when absent, so a task stored
-// before notBefore existed keeps its hash and its repeats stay repeats.
+// the bytes sent do, and so does not whether they are kept in the task's
+// row or in the blob store. A body of up to hashInlineMax bytes is hashed
+// whole, as it always was; a larger one as its SHA-256 ("bs"); a caller's
+// bodyRef as the reference ("r"), whose object retryd does not read at
+// creation. notBefore, bs and r are left out when absent, so a task stored
+// before they existed keeps its hash and its repeats stay repeats. It is
+// called once the body is settled.
 func (q *taskRequest) hash() string {
-	b, _ := json.Marshal(struct {
-		Method    string            `json:"m"`
-		URL       string            `json:"u"`
-		Headers   map[string]string `json:"h"`
-		Body      []byte            `json:"b"`
-		PolicyID  string            `json:"p"`
-		NotBefore *int64            `json:"nb,omitempty"`
-	}{q.method, q.targetURL, q.headers, q.body, q.policyID, q.notBefore})
+	h := struct {
+		Method     string            `json:"m"`
+		URL        string            `json:"u"`
+		Headers    map[string]string `json:"h"`
+		Body       []byte            `json:"b"`
+		BodySHA256 string            `json:"bs,omitempty"`
+		BodyRef    string            `json:"r,omitempty"`
+		PolicyID   string            `json:"p"`
+		NotBefore  *int64            `json:"nb,omitempty"`
+	}{Method: q.method, URL: q.targetURL, Headers: q.headers, PolicyID: q.policyID, NotBefore: q.notBefore}
+	switch {
+	case q.moved != nil && q.hashHead != nil:
+		h.Body = q.hashHead
+	case q.moved != nil:
+		h.BodySHA256 = q.moved.Hex()
+	case q.bodyRef != "":
+		h.BodyRef = q.bodyRef
+	case len(q.body) > hashInlineMax:
+		sum := sha256.Sum256(q.body)
+		h.BodySHA256 = hex.EncodeToString(sum[:])
+	default:
+		h.Body = q.body
+	}
+	b, _ := json.Marshal(h)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -119,7 +178,7 @@ func (q *taskRequest) newTask(tenant string, now time.Time) *store.Task {
 	return &store.Task{
 		ID: store.NewID(), Tenant: tenant, IdempotencyKey: key, RequestHash: q.hash(),
 		TargetURL: q.targetURL, Method: q.method, Headers: q.headers,
-		Body: q.body, BodyBinary: q.binary, PolicyID: q.policyID,
+		Body: q.body, BodyBinary: q.binary, PolicyID: q.policyID, BodyRef: q.bodyRef, BodySize: q.bodySize(),
 		Status: store.Pending, NextAttemptAt: due, BudgetStart: due, CreatedAt: now, UpdatedAt: now,
 	}
 }
@@ -140,21 +199,44 @@ func createAnswer(created bool, err error, key string) (int, error) {
 	return http.StatusOK, nil
 }
 
+// bodySize is the size the task records of a body by reference: a moved
+// body's, or 0 for a caller's, which retryd does not read at creation.
+func (q *taskRequest) bodySize() int64 {
+	if q.moved != nil {
+		return q.moved.Size
+	}
+	return 0
+}
+
+// taskCreate creates one task. Its body is streamed (decodeTask): with a
+// blob store, it may be up to Config.MaxLargeBodyBytes, and one over the
+// threshold goes to the blob store as it is read; the Put completes once
+// the request is known to be good and its policy exists.
 func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant string) error {
-	data, err := s.readBody(w, r, s.maxBody)
-	if err != nil {
+	if err := checkContentType(r); err != nil {
 		return err
+	}
+	limit := s.maxBody
+	if s.blobs != nil {
+		limit = s.maxLarge
+	}
+	if r.ContentLength > limit {
+		return tooLarge(limit)
 	}
 	now := s.now()
-	req, err := parseTask(data, now)
+	ctx := r.Context()
+	req, err := s.decodeTask(ctx, http.MaxBytesReader(w, r.Body, limit), limit, now, s.bodyRefRule(tenant))
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	defer req.discard()
 	if known, err := s.policyKnown(ctx, tenant, req.policyID); err != nil {
 		return storeError(err, "policy")
 	} else if !known {
 		return unknownPolicy(req.policyID)
+	}
+	if err := s.settleBody(ctx, req); err != nil {
+		return err
 	}
 	nt := req.newTask(tenant, now)
 	t, created, err := s.store.TaskCreate(ctx, nt)
