@@ -100,8 +100,16 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 }
 
 // TaskRequest asks for a retry task. TargetURL and PolicyID are required;
-// Method defaults to POST; give Body (text) or BodyBase64 (bytes), not both.
-// An empty IdempotencyKey makes the service generate one.
+// Method defaults to POST; give Body (text), BodyBase64 (bytes) or BodyRef,
+// one at most. An empty IdempotencyKey makes the service generate one.
+//
+// A large body may be given inline: with a blob store, the service keeps a
+// body of over 64 KiB (its --blob-threshold) there, taking requests of up to
+// 64 MiB (--max-body), and the Task shows BodyRef and BodySize instead of the
+// body. (CreateTask encodes the whole request in memory; the service does
+// not.) BodyRef names a body the caller uploaded itself, s3://bucket/key,
+// which the service reads at each attempt; the tenant may name only the
+// buckets and prefixes its operator allowed it.
 //
 // NotBefore, when not 0, holds the first attempt until then (use MillisOf);
 // a time already past means at once. The policy's time budget counts from
@@ -115,6 +123,7 @@ type TaskRequest struct {
 	Headers        map[string]string `json:"headers,omitempty"`
 	Body           string            `json:"body,omitempty"`
 	BodyBase64     []byte            `json:"bodyBase64,omitempty"`
+	BodyRef        string            `json:"bodyRef,omitempty"`
 	PolicyID       string            `json:"policyId"`
 	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
 	NotBefore      Millis            `json:"notBefore,omitempty"`
@@ -154,8 +163,10 @@ type Task struct {
 	TargetURL          string            `json:"targetUrl"`
 	Method             string            `json:"method"`
 	Headers            map[string]string `json:"headers"`
-	Body               string            `json:"body,omitempty"`
-	BodyBase64         []byte            `json:"bodyBase64,omitempty"`
+	Body               string            `json:"body,omitempty"`       // the body, given as text, when the task holds it itself
+	BodyBase64         []byte            `json:"bodyBase64,omitempty"` // the body, given as bytes, when the task holds it itself
+	BodyRef            string            `json:"bodyRef,omitempty"`    // where the body is when held by reference (the body is then not shown)
+	BodySize           int64             `json:"bodySize,omitempty"`   // the size of a body the service moved to its blob store; 0 for a caller's BodyRef
 	PolicyID           string            `json:"policyId"`
 	Status             Status            `json:"status"`
 	AttemptNumber      int               `json:"attemptNumber"`           // attempts made so far

@@ -39,7 +39,8 @@ Usage: retryctl [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
 
 Commands:
   tasks submit --policy ID --target URL [--method M] [-H 'Name: value']...
-               [--body TEXT | --body-file FILE|-] [--idempotency-key KEY]
+               [--body TEXT | --body-file FILE|- | --body-ref s3://BUCKET/KEY]
+               [--idempotency-key KEY]
                [--not-before TIME]   first attempt not before TIME: RFC 3339,
                                      epoch ms, or a duration from now (90s, 2h)
   tasks submit --file TASKS.jsonl|-  one task object per line, as POST /retry-tasks

@@ -15,6 +15,7 @@ import (
 
 	"github.com/retrykit/retry/cmd/retryctl/internal/cli"
 	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/blob/disk"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
@@ -28,17 +29,34 @@ type server struct {
 }
 
 func setup(t *testing.T) *server {
+	return setupWith(t, false)
+}
+
+// setupWith is setup, with an embedded blob store when blobs is set, and
+// tenant acme allowed bodyRefs under s3://payloads/acme/.
+func setupWith(t *testing.T, blobs bool) *server {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	tokens, err := api.NewTokens(map[string]string{token: "acme"})
+	cfg := api.Config{Store: st}
+	refs := ""
+	if blobs {
+		b, err := disk.Open(filepath.Join(t.TempDir(), "retryd.blobs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		cfg.Blobs, refs = b, " s3://payloads/acme/"
+	}
+	tokens, err := api.ParseTokens(strings.NewReader(token + " acme" + refs + "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{Store: st, Tokens: tokens})
+	cfg.Tokens = tokens
+	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +305,8 @@ func TestEnvironmentAndFlags(t *testing.T) {
 		{"unknown flag", nil, []string{"tasks", "list", "--colour"}, cli.ExitUsage, "colour"},
 		{"submit without policy", nil, []string{"tasks", "submit", "--target", "http://h/"}, cli.ExitUsage, "--policy"},
 		{"bad header flag", nil, []string{"tasks", "submit", "-H", "nocolon"}, cli.ExitUsage, "Name: value"},
-		{"body and body-file", nil, []string{"tasks", "submit", "--policy", "p", "--target", "http://h/", "--body", "a", "--body-file", "-"}, cli.ExitUsage, "not both"},
+		{"body and body-file", nil, []string{"tasks", "submit", "--policy", "p", "--target", "http://h/", "--body", "a", "--body-file", "-"}, cli.ExitUsage, "one of"},
+		{"body and body-ref", nil, []string{"tasks", "submit", "--policy", "p", "--target", "http://h/", "--body", "a", "--body-ref", "s3://b/k"}, cli.ExitUsage, "one of"},
 		{"spec and file", nil, []string{"policies", "put", "x", "--spec", "{}", "--file", "-"}, cli.ExitUsage, "not both"},
 		{"spec names another policy", nil, []string{"policies", "put", "x", "--spec", `{"policyId":"y"}`}, cli.ExitUsage, `"y"`},
 		{"spec not JSON", nil, []string{"policies", "put", "x", "--spec", "{"}, cli.ExitError, "policy settings"},
@@ -503,4 +522,36 @@ func taskCount(st store.Store) (int64, error) {
 		n += c
 	}
 	return n, err
+}
+
+// A large body goes to the blob store, and tasks get says so; a body by
+// reference is submitted with --body-ref, within the tenant's allow-list.
+func TestBodiesByReference(t *testing.T) {
+	t.Parallel()
+	s := setupWith(t, true)
+	s.ok(t, "policies", "put", "p")
+
+	big := filepath.Join(t.TempDir(), "big.ndjson")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(`{"event":"order.created","id":42}`+"\n"), 10000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	task := s.okJSON(t, "tasks", "submit", "--policy", "p", "--target", "http://h/in", "--body-file", big)
+	ref, _ := task["bodyRef"].(string)
+	if !strings.HasPrefix(ref, "blob:sha256:") || task["bodySize"] != 340000.0 || task["body"] != nil {
+		t.Fatalf("submitted: bodyRef %v bodySize %v body present %t", task["bodyRef"], task["bodySize"], task["body"] != nil)
+	}
+	out := s.ok(t, "tasks", "get", task["taskId"].(string))
+	wantContains(t, "tasks get", out, "Body:", "340000 bytes, by reference: "+ref)
+
+	out = s.ok(t, "tasks", "submit", "--policy", "p", "--target", "http://h/in", "--body-ref", "s3://payloads/acme/2025/07/order-42.json")
+	wantContains(t, "submit --body-ref", out, "Body:", "by reference: s3://payloads/acme/2025/07/order-42.json")
+	if strings.Contains(out, "bytes") {
+		t.Errorf("a caller's bodyRef shows a size:\n%s", out)
+	}
+
+	r := s.run(t, "", nil, "tasks", "submit", "--policy", "p", "--target", "http://h/in", "--body-ref", "s3://payloads/globex/x.json")
+	if r.code != cli.ExitError {
+		t.Fatalf("a bodyRef outside the allow-list: exit %d", r.code)
+	}
+	wantContains(t, "stderr", r.stderr, "400", "bodyRef", "s3://payloads/acme/")
 }

@@ -46,6 +46,10 @@ func (r *runner) printTask(t *client.Task) error {
 		row("Header", name+": "+t.Headers[name])
 	}
 	switch {
+	case t.BodyRef != "" && t.BodySize > 0:
+		row("Body", fmt.Sprintf("%d bytes, by reference: %s", t.BodySize, t.BodyRef))
+	case t.BodyRef != "":
+		row("Body", "by reference: "+t.BodyRef)
 	case t.BodyBase64 != nil:
 		row("Body", fmt.Sprintf("%d bytes (binary)", len(t.BodyBase64)))
 	case t.Body != "":

@@ -39,6 +39,7 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 	fs.Var(headers, "header", "a header 'Name: value' (repeatable)")
 	fs.StringVar(&req.Body, "body", "", "the request body, as text")
 	fs.StringVar(&bodyFile, "body-file", "", "read the body from a file (- for stdin); bytes that are not UTF-8 are sent as bodyBase64")
+	fs.StringVar(&req.BodyRef, "body-ref", "", "the body by reference: s3://bucket/key of an object you uploaded, which retryd reads at each attempt")
 	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "the idempotency key (generated when absent)")
 	fs.StringVar(&notBefore, "not-before", "", "hold the first attempt until TIME: RFC 3339, epoch milliseconds, or a duration from now (90s, 2h)")
 	fs.StringVar(&file, "file", "", "submit the tasks of a JSON Lines file (- for stdin), one task object per line")
@@ -67,10 +68,10 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 			}
 			req.NotBefore = client.MillisOf(at)
 		}
+		if n := btoi(req.Body != "") + btoi(bodyFile != "") + btoi(req.BodyRef != ""); n > 1 {
+			return usagef("give one of --body, --body-file and --body-ref")
+		}
 		if bodyFile != "" {
-			if req.Body != "" {
-				return usagef("give --body or --body-file, not both")
-			}
 			b, err := r.readFile(bodyFile)
 			if err != nil {
 				return err
@@ -96,6 +97,13 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 		}
 		return r.printTask(t)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // parseWhen reads a time given on the command line: RFC 3339
