@@ -82,8 +82,7 @@ func (d *Dispatcher) do(ctx context.Context, deadline time.Time, u *url.URL, r *
 }
 
 func (d *Dispatcher) release(c *call) {
-	c.req.Reset()
-	c.resp.Reset()
+	c.req.Reset() // the response is reset by fasthttp before each use
 	c.ctx, c.body, c.res = nil, nil, nil
 	d.calls.Put(c)
 }
@@ -97,6 +96,7 @@ func (c *call) build(u *url.URL, r *Request) {
 	req.SetUserValue(callKey{}, c)
 	h := &req.Header
 	h.DisableSpecialHeader() // no Content-Type, Cookie, Host or length of fasthttp's own
+	h.DisableNormalizing()   // the names below are canonical already
 	h.SetMethod(r.Method)
 	// fasthttp picks the host's client from the URI, which is set field by
 	// field rather than parsed: the URL's userinfo is not sent, and a Host
@@ -451,7 +451,12 @@ func ours(nc net.Conn) *conn {
 // called, or there are MaxIdlePerHost idle connections to its host (a
 // bound others sending at once may pass by a few) or maxIdle in all.
 func (d *Dispatcher) pool(hc *fasthttp.HostClient, c *conn) bool {
-	if d.closed.Load() || hc.IdleConnsCount() >= d.cfg.MaxIdlePerHost {
+	if d.closed.Load() {
+		return false
+	}
+	// A host cannot have more idle connections than there are in all: its
+	// pool's lock is taken only when it might.
+	if d.idle.Load() >= int64(d.cfg.MaxIdlePerHost) && hc.IdleConnsCount() >= d.cfg.MaxIdlePerHost {
 		return false
 	}
 	if d.idle.Add(1) > d.maxIdle {
