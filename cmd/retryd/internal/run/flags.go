@@ -53,6 +53,7 @@ type Config struct {
 	ConnectTimeout              time.Duration
 	ShutdownGrace               time.Duration
 	Retention                   time.Duration // how long finished tasks are kept (sweep.go); 0 for ever
+	BlobConfig                                // --blobs and the flags of large bodies (blobs.go)
 }
 
 // prefixes is a repeatable CIDR flag.
@@ -96,9 +97,10 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs.SetOutput(w)
 	fs.StringVar(&c.Listen, "listen", DefaultListen, "address to serve the API on (`host:port`)")
 	storeFlags(fs, c)
+	blobFlags(fs, &c.BlobConfig)
 	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
-	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT\" lines; without it authentication is off (with it, /metrics needs --metrics-token-file or --metrics-listen)")
+	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT [s3://bucket/prefix/…]\" lines (the prefixes: where the tenant's bodyRefs may point); without it authentication is off (with it, /metrics needs --metrics-token-file or --metrics-listen)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "",
 		"serve /metrics on this address (`host:port`) instead of --listen's, with /healthz and /readyz (which stay on --listen too); "+
 			"open unless --metrics-token-file is given, so bind it where only Prometheus reaches")

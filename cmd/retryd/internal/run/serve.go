@@ -36,6 +36,10 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
+	blobPlan, err := planBlobs(c, storeKindOf(c.Store))
+	if err != nil {
+		return err
+	}
 	o, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
@@ -43,7 +47,17 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	defer o.Close()
 	st := o.Store
 	log.Info("store open", "store", o.where, "shared", o.follow != nil)
+	blobs, blobsWhere, err := openBlobs(ctx, blobPlan, tokens, log)
+	if err != nil {
+		return err
+	}
+	if blobs != nil {
+		defer blobs.Close() // after the sweeps and the API stop (defers run last first)
+	}
 
+	// The dispatcher takes no blob store yet, so a task holding its body
+	// by reference (BodyRef) is sent without it: it must read the body
+	// from blobs (Open) at each attempt, and gets blobs here once it can.
 	disp := dispatch.New(dispatch.Config{
 		Guard:          dispatch.Guard{AllowPrivate: c.AllowPrivate, Allow: c.AllowTargets},
 		ConnectTimeout: c.ConnectTimeout,
@@ -63,7 +77,8 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
-	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Tokens: tokens, Logger: log})
+	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Tokens: tokens, Logger: log,
+		Blobs: blobs, BlobThreshold: c.BlobThreshold, MaxLargeBodyBytes: c.MaxBody, AllowBodyRefs: c.AllowBodyRefs})
 	if err != nil {
 		return err
 	}
@@ -75,9 +90,9 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		go watchLeases(feedCtx, st, sched, c.Lease, log)
 	}
 	// The retention and orphan sweeps (sweep.go) stop before the store
-	// closes. The blob store hook: nil until Serve opens the --blobs store,
-	// which then goes here (purge still runs without one).
-	defer startSweeps(ctx, st, nil, c.Retention, log)()
+	// and the blob store close; without a blob store (nil) only the
+	// retention sweep runs.
+	defer startSweeps(ctx, st, blobs, c.Retention, log)()
 	scrape, metricsAuth := metricsHandler(m, c, tokens, metricsTokens)
 	mux := http.NewServeMux()
 	if c.MetricsListen == "" {
@@ -106,7 +121,7 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		metricsURL = "http://" + mln.Addr().String() + "/metrics"
 	}
 	log.Info("retryd listening", "url", "http://"+ln.Addr().String(), "store", o.where,
-		"workers", c.Workers, "allow_private_targets", c.AllowPrivate, "allow_targets", prefixes{&c.AllowTargets}.String(),
+		"blobs", blobsWhere, "workers", c.Workers, "allow_private_targets", c.AllowPrivate, "allow_targets", prefixes{&c.AllowTargets}.String(),
 		"metrics_url", metricsURL, "metrics_access", metricsAuth)
 	if ready != nil {
 		ready <- ln.Addr()
