@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -26,8 +27,20 @@ import (
 // too. The task it returns is the one parseTask returns for the same JSON
 // (FuzzDecodeTask holds them to it).
 
-// scanBufferSize is how much of the request decodeTask reads at a time.
+// scanBufferSize is how much of the request decodeTask reads at a time,
+// and how much of a body it unescapes before handing it on.
 const scanBufferSize = 32 << 10
+
+// scratch is a decoder's buffers, kept for the next: most requests are
+// small, and making 64 KiB for each would cost more than reading them.
+type scratch struct {
+	buf []byte
+	out *bufio.Writer
+}
+
+var scratches = sync.Pool{New: func() any {
+	return &scratch{buf: make([]byte, scanBufferSize), out: bufio.NewWriterSize(nil, scanBufferSize)}
+}}
 
 // taskDecoder is the state of one decodeTask.
 type taskDecoder struct {
@@ -56,9 +69,12 @@ func (e errSink) Error() string { return e.err.Error() }
 // a bad request, a 413 when r is an http.MaxBytesReader past its limit
 // (limit), a 503 when the blob store fails.
 func (s *server) decodeTask(ctx context.Context, r io.Reader, limit int64, now time.Time, rule func(string) string) (*taskRequest, error) {
-	d := &taskDecoder{s: s, ctx: ctx, r: r, buf: make([]byte, scanBufferSize),
+	sc := scratches.Get().(*scratch)
+	d := &taskDecoder{s: s, ctx: ctx, r: r, buf: sc.buf, out: sc.out,
 		rest: make([]byte, 0, 512), seen: map[string]bool{}, streamed: map[string]*bodyValue{}}
 	req, err := d.decode(now, rule)
+	sc.out.Reset(nil) // nothing of the request stays in the pool
+	scratches.Put(sc)
 	if err == nil {
 		return req, nil
 	}
@@ -195,9 +211,12 @@ func (d *taskDecoder) member() error {
 	if err := d.copyString(); err != nil {
 		return err
 	}
-	var key string
-	if err := json.Unmarshal(d.rest[keyAt:], &key); err != nil {
-		return malformed("object key: %v", err)
+	raw := d.rest[keyAt:]
+	key := string(raw[1 : len(raw)-1]) // as written, when it holds no escape
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		if err := json.Unmarshal(raw, &key); err != nil {
+			return malformed("object key: %v", err)
+		}
 	}
 	if d.seen[key] {
 		return invalid(key, "field %q appears more than once", key)
@@ -326,11 +345,7 @@ func (d *taskDecoder) streamBody(key string) error {
 		v.buf = d.s.newBodyBuffer(d.ctx)
 	}
 	d.streamed[key] = v
-	if d.out == nil {
-		d.out = bufio.NewWriterSize(v.buf, scanBufferSize)
-	} else {
-		d.out.Reset(v.buf)
-	}
+	d.out.Reset(v.buf)
 	var w io.Writer = d.out
 	var b64 *base64Writer
 	if key == "bodyBase64" {
