@@ -32,6 +32,11 @@
 //	--attempt-timeout       RETRYD_ATTEMPT_TIMEOUT        bound on one attempt (30s)
 //	--connect-timeout       RETRYD_CONNECT_TIMEOUT        bound on connecting (5s)
 //	--shutdown-grace        RETRYD_SHUTDOWN_GRACE         time attempts in flight get on SIGINT/SIGTERM (10s)
+//	--retention             RETRYD_RETENTION              how long finished tasks are kept before they are purged (7d; 0 for ever)
+//	--blobs                 RETRYD_BLOBS                  blob store for large bodies: a directory (beside the SQLite file by default), local[:DIR], s3://bucket/prefix?endpoint=…, or off
+//	--blob-threshold        RETRYD_BLOB_THRESHOLD         bodies over this go to the blob store (64KiB)
+//	--max-body              RETRYD_MAX_BODY               largest POST /retry-tasks with a blob store (64MiB)
+//	--allow-body-refs       RETRYD_ALLOW_BODY_REFS        s3://bucket/prefix/ a caller's bodyRef may name, without a tokens file (none)
 //
 // Targets on loopback or private addresses are refused unless allowed: to
 // try retryd against a server on this machine, start it with
