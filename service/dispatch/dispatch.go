@@ -148,6 +148,9 @@ func New(cfg Config) *Dispatcher {
 		// User-Agent as the request sets it.
 		DisablePathNormalizing:   true,
 		NoDefaultUserAgentHeader: true,
+		// The connection used last is used next: it is the likeliest to
+		// be open still, and taking it is O(1) where FIFO copies the pool.
+		ConnPoolStrategy: fasthttp.LIFO,
 	}
 	d.calls.New = func() any { return new(call) }
 	d.bufs.New = func() any {
