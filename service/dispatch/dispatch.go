@@ -12,6 +12,10 @@
 // connection ones, which the client sets, a User-Agent of "retryd" unless
 // the task sets one, and a Content-Length when there is a body or the
 // method is POST, PUT or PATCH.
+//
+// A body held by reference (Request.BodyRef) is read from the blob store
+// (Config.Blobs) at each attempt and streamed to the target as it is read,
+// never held whole: see body.go.
 package dispatch
 
 import (
@@ -31,6 +35,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/retrykit/retry/service/blob"
 )
 
 // Defaults for the zero fields of Config.
@@ -60,6 +66,10 @@ type Config struct {
 	// target host; four times as many are kept in all.
 	MaxIdlePerHost int
 	TLS            *tls.Config // for https targets; nil means the system's roots
+	// Blobs reads the bodies of requests that hold theirs by reference
+	// (Request.BodyRef); nil means no blob store, and such a request's
+	// attempt fails with an error wrapping ErrNoBlobStore.
+	Blobs blob.Store
 }
 
 // Dispatcher sends attempts. It is safe for concurrent use; Close it to
@@ -89,6 +99,9 @@ type Dispatcher struct {
 	// bufs holds KeepBytes-long buffers for reading responses, so that an
 	// attempt allocates only the bytes it keeps.
 	bufs sync.Pool
+	// chunks holds the buffers a body by reference is streamed through
+	// (body.go).
+	chunks sync.Pool
 }
 
 // New returns a Dispatcher for cfg.
@@ -153,6 +166,10 @@ func New(cfg Config) *Dispatcher {
 		ConnPoolStrategy: fasthttp.LIFO,
 	}
 	d.calls.New = func() any { return new(call) }
+	d.chunks.New = func() any {
+		b := make([]byte, chunkSize)
+		return &b
+	}
 	d.bufs.New = func() any {
 		b := make([]byte, cfg.KeepBytes)
 		return &b
@@ -185,6 +202,10 @@ type Request struct {
 	Headers        map[string]string
 	Body           []byte
 	IdempotencyKey string // sent as Idempotency-Key, over any stored header of that name
+	// BodyRef, when not empty, names the body in Config.Blobs instead of
+	// Body, which must then be empty. It is opened at each attempt and
+	// streamed; its Content-Length is the size Open gives then.
+	BodyRef string
 }
 
 // Result is what one attempt came to: a response (Status > 0) or an error.

@@ -27,6 +27,9 @@ func checkRequest(u *url.URL, r *Request) error {
 	if !httpguts.ValidHeaderFieldName(r.Method) {
 		return fmt.Errorf("%w: method %q", ErrBadRequest, r.Method)
 	}
+	if r.BodyRef != "" && len(r.Body) > 0 {
+		return fmt.Errorf("%w: both a body and a body reference", ErrBadRequest)
+	}
 	host := u.Host
 	if h, ok := hostOverride(r.Headers); ok {
 		host = h

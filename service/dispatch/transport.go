@@ -65,6 +65,20 @@ type call struct {
 	replayable bool
 	res        *Result
 	scratch    []byte
+
+	// A body by reference (body.go): its reference, the reader of this
+	// try and its size, whether any of it was read, and the context it is
+	// read under (the attempt's, up to its deadline), cancelled at its end.
+	ref      string
+	blob     io.ReadCloser
+	size     int64
+	blobRead bool
+	// hasLength: the head has a Content-Length.
+	hasLength bool
+	bodyCtx   context.Context
+	bodyStop  context.CancelFunc
+	// own is the connection of the try under way.
+	own *conn
 }
 
 // callKey is the user value of a call's request that points to the call.
@@ -76,6 +90,16 @@ func (d *Dispatcher) do(ctx context.Context, deadline time.Time, u *url.URL, r *
 	c := d.calls.Get().(*call)
 	defer d.release(c)
 	c.d, c.ctx, c.deadline, c.body, c.res = d, ctx, deadline, r.Body, res
+	c.size = int64(len(r.Body))
+	if r.BodyRef != "" {
+		// Opened before a connection is taken: a blob that cannot be read
+		// costs the target nothing.
+		c.ref = r.BodyRef
+		c.bodyCtx, c.bodyStop = context.WithDeadline(ctx, deadline)
+		if err := c.openBody(); err != nil {
+			return c.fail(err)
+		}
+	}
 	c.replayable = replayable(r)
 	c.build(u, r)
 	return d.client.Do(&c.req, &c.resp)
@@ -83,7 +107,12 @@ func (d *Dispatcher) do(ctx context.Context, deadline time.Time, u *url.URL, r *
 
 func (d *Dispatcher) release(c *call) {
 	c.req.Reset() // the response is reset by fasthttp before each use
-	c.ctx, c.body, c.res = nil, nil, nil
+	c.closeBody()
+	if c.bodyStop != nil {
+		c.bodyStop()
+	}
+	c.ctx, c.body, c.res, c.bodyCtx, c.bodyStop, c.own = nil, nil, nil, nil, nil, nil
+	c.ref, c.size, c.blobRead = "", 0, false
 	d.calls.Put(c)
 }
 
@@ -144,11 +173,18 @@ func (c *call) build(u *url.URL, r *Request) {
 	}
 	// As net/http does: many servers want a length on these even when
 	// there is no body, and none on the others without one.
-	if len(r.Body) > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
-		b = strconv.AppendInt(b[:0], int64(len(r.Body)), 10)
-		h.SetBytesV("Content-Length", b)
+	c.hasLength = c.size > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH"
+	if c.hasLength {
+		c.setLength(b)
+		b = c.scratch
 	}
 	c.scratch = b
+}
+
+// setLength sets the Content-Length to c.size, in scratch.
+func (c *call) setLength(scratch []byte) {
+	c.scratch = strconv.AppendInt(scratch[:0], c.size, 10)
+	c.req.Header.SetBytesV("Content-Length", c.scratch)
 }
 
 // replayable reports whether r may be sent twice: it carries an
@@ -209,6 +245,21 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 	if timeout <= 0 || c.ctx.Err() != nil {
 		return false, c.fail(context.DeadlineExceeded)
 	}
+	if c.ref != "" && c.blobRead {
+		// Sent again (errStale): the body is read afresh, and its length
+		// is what this Open gives. The first try may have cancelled the
+		// context of its reader (finish).
+		if c.bodyCtx.Err() != nil && c.ctx.Err() == nil {
+			c.bodyStop()
+			c.bodyCtx, c.bodyStop = context.WithDeadline(c.ctx, c.deadline)
+		}
+		if err := c.openBody(); err != nil {
+			return false, c.fail(err)
+		}
+		if c.hasLength = c.hasLength || c.size > 0; c.hasLength {
+			c.setLength(c.scratch)
+		}
+	}
 	// A pooled connection is used only if peek finds it fit to carry a
 	// request. It is unfit when the target sent something while it was
 	// idle: it closed it, or it answered nothing that was asked (a 408
@@ -232,6 +283,7 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 	}
 	reused := own.wasIdle
 	own.left = d.readBudget
+	c.own = own
 	nc := cc.Conn()
 	keep := false
 	stop := func() bool { return true }
@@ -279,8 +331,15 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 		werr    error
 		written chan error // of a body written concurrently
 	)
-	if len(c.body) <= concurrentBody {
+	if c.size <= concurrentBody {
 		werr = c.write(bw)
+		if isBodyError(werr) {
+			// Half sent: the target waits for the rest, which will not
+			// come. The connection is closed (keep is false).
+			hc.ReleaseWriter(bw)
+			bw = nil
+			return false, c.fail(werr)
+		}
 	} else {
 		written = make(chan error, 1)
 		go c.writeTo(bw, written)
@@ -294,7 +353,13 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 			case werr = <-written:
 			default:
 				_ = nc.SetWriteDeadline(aLongTimeAgo)
+				if c.bodyStop != nil {
+					c.bodyStop() // a body's reader may be what it waits on
+				}
 				werr = <-written // nil if it ended meanwhile
+				if isBodyError(werr) {
+					werr = errBodyCut
+				}
 			}
 			written = nil
 		}
@@ -314,6 +379,8 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 		finish()
 		err = cmp.Or(werr, err)
 		switch {
+		case isBodyError(err):
+			return false, c.fail(err)
 		case !closedBeforeAnswer(err):
 		case reused && c.replayable:
 			return true, fmt.Errorf("%w: %w", errStale, err)
@@ -356,13 +423,24 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 	return false, nil
 }
 
-// writeTo writes the request and sends how that went to done.
-func (c *call) writeTo(bw *bufio.Writer, done chan<- error) { done <- c.write(bw) }
+// writeTo writes the request and sends how that went to done. When a
+// body's reader fails, the answer being read is interrupted: the target
+// waits for the rest of the body, and will not answer.
+func (c *call) writeTo(bw *bufio.Writer, done chan<- error) {
+	err := c.write(bw)
+	if isBodyError(err) {
+		c.own.interrupt()
+	}
+	done <- err
+}
 
 // write sends the request head and body.
 func (c *call) write(bw *bufio.Writer) error {
 	if err := c.req.Header.Write(bw); err != nil {
 		return err
+	}
+	if c.ref != "" {
+		return c.writeBody(bw)
 	}
 	if _, err := bw.Write(c.body); err != nil {
 		return err

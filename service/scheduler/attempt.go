@@ -67,6 +67,7 @@ func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Durati
 		URL:            t.TargetURL,
 		Headers:        t.Headers,
 		Body:           t.Body,
+		BodyRef:        t.BodyRef, // read from the blob store, and streamed, at each attempt
 		IdempotencyKey: t.IdempotencyKey,
 	})
 }

@@ -193,9 +193,10 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 }
 
 // withRequest gives t the request of k, the same task as an earlier claim
-// returned it.
+// returned it: every field ClaimParams.OmitRequest leaves zero.
 func withRequest(t, k *store.Task) {
 	t.TargetURL, t.Method, t.Headers, t.Body, t.BodyBinary = k.TargetURL, k.Method, k.Headers, k.Body, k.BodyBinary
+	t.BodyRef, t.BodySize = k.BodyRef, k.BodySize
 }
 
 // waitTimeout runs wait up to d and reports whether it returned.

@@ -55,10 +55,11 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		defer blobs.Close() // after the sweeps and the API stop (defers run last first)
 	}
 
-	// The dispatcher takes no blob store yet, so a task holding its body
-	// by reference (BodyRef) is sent without it: it must read the body
-	// from blobs (Open) at each attempt, and gets blobs here once it can.
+	// The dispatcher reads a task's body held by reference (BodyRef) from
+	// blobs at each attempt, streaming it to the target; without a blob
+	// store (nil), such a task's attempts fail with a clear error.
 	disp := dispatch.New(dispatch.Config{
+		Blobs:          blobs,
 		Guard:          dispatch.Guard{AllowPrivate: c.AllowPrivate, Allow: c.AllowTargets},
 		ConnectTimeout: c.ConnectTimeout,
 		Timeout:        c.AttemptTimeout,
