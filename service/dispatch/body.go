@@ -66,10 +66,6 @@ func (e *bodyError) Error() string {
 // its Open gave.
 var errBodyShort = errors.New("the blob ended before its announced size")
 
-// errBodyCut is a body's write cut short because the answer came first
-// (see roundTrip's finish).
-var errBodyCut = errors.New("request body cut short: the answer came first")
-
 // openBody opens c's body by reference for a try, closing the reader of an
 // earlier try, and sets the Content-Length to its size (once the head is
 // built: build sets it the first time).

@@ -1,6 +1,7 @@
 package dispatch_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -429,6 +430,13 @@ func TestBodyRefMemoryBounded(t *testing.T) {
 		n = 16
 	}
 	bs, _ := diskStore(t)
+	checkMemoryBounded(t, bs, n)
+}
+
+// checkMemoryBounded streams a 20 MB body of bs to n attempts at once and
+// checks how much the heap in use grew meanwhile. It must not run beside
+// other tests.
+func checkMemoryBounded(t *testing.T, bs blob.Store, n int) {
 	b := putBody(t, bs, 8, bigBody)
 	tg := newHashTarget(t, 200)
 	var arrived sync.WaitGroup
@@ -506,5 +514,82 @@ func TestBodyRefMemoryBounded(t *testing.T) {
 		n, bigBody>>20, float64(grew)/(1<<20), float64(grew)/float64(n)/1024, float64(limit)/(1<<20), n*bigBody>>20)
 	if grew > limit {
 		t.Errorf("heap in use grew by %d MiB streaming %d bodies: more than %d MiB", grew>>20, n, limit>>20)
+	}
+}
+
+// staleTarget answers every request but the second on its first
+// connection, on which it hangs up with the body unread; it hashes the
+// bodies it reads.
+func staleTarget(t *testing.T) (url string, seen func() []received) {
+	var (
+		mu  sync.Mutex
+		got []received
+	)
+	url = serveTCP(t, func(c net.Conn, conn int) {
+		br := bufio.NewReader(c)
+		for i := 1; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil || conn == 1 && i == 2 {
+				return
+			}
+			h := sha256.New()
+			rec := received{length: req.ContentLength}
+			rec.n, rec.err = io.Copy(h, req.Body)
+			h.Sum(rec.sum[:0])
+			mu.Lock()
+			got = append(got, rec)
+			mu.Unlock()
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	})
+	return url, func() []received {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]received(nil), got...)
+	}
+}
+
+// A request sent again on a new connection, after the pooled one it went
+// out on was closed before any answer (a replayable request: it carries an
+// idempotency key), goes out whole: a body by reference is read afresh
+// from its start. A large body's write, cut short when the read failed,
+// does not hide that the target closed the connection.
+func TestBodyResentAfterAStaleConnection(t *testing.T) {
+	t.Parallel()
+	bs, _ := diskStore(t)
+	for _, tc := range []struct {
+		name   string
+		n      int64
+		inline bool
+	}{{"ref-4KiB", 4 << 10, false}, {"ref-4MiB", 4 << 20, false}, {"inline-4MiB", 4 << 20, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := putBody(t, bs, 9+uint64(tc.n), tc.n)
+			url, seen := staleTarget(t)
+			d := bodyDispatcher(t, bs)
+			req := dispatch.Request{Method: "POST", URL: url, BodyRef: b.Ref, IdempotencyKey: "k"}
+			if tc.inline {
+				body, err := io.ReadAll(bodyBytes(9+uint64(tc.n), tc.n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Body, req.BodyRef = body, ""
+			}
+			for i := range 2 {
+				if res := d.Send(context.Background(), req); res.Err != nil || res.Status != 200 {
+					t.Fatalf("Send %d = %d, %v", i+1, res.Status, res.Err)
+				}
+			}
+			got := seen()
+			if len(got) != 2 {
+				t.Fatalf("target read %d whole requests, want 2", len(got))
+			}
+			for i, g := range got {
+				if g.err != nil || g.length != tc.n || g.n != tc.n || g.sum != b.SHA256 {
+					t.Errorf("request %d: Content-Length %d, %d bytes (err %v), not the body", i+1, g.length, g.n, g.err)
+				}
+			}
+		})
 	}
 }

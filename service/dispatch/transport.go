@@ -330,6 +330,9 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 	var (
 		werr    error
 		written chan error // of a body written concurrently
+		// cut: finish cut the write short, and werr is what that did to
+		// it, not why the attempt failed.
+		cut bool
 	)
 	if c.size <= concurrentBody {
 		werr = c.write(bw)
@@ -345,8 +348,8 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 		go c.writeTo(bw, written)
 	}
 	// finish waits for a concurrent write, cutting it short if it is still
-	// going (the answer came first), and reports whether the request went
-	// out whole.
+	// going (the answer came first, or the read failed), and reports
+	// whether the request went out whole.
 	finish := func() bool {
 		if written != nil {
 			select {
@@ -357,9 +360,8 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 					c.bodyStop() // a body's reader may be what it waits on
 				}
 				werr = <-written // nil if it ended meanwhile
-				if isBodyError(werr) {
-					werr = errBodyCut
-				}
+				// A body's own failure (corrupt, say) stays the cause.
+				cut = werr != nil && (!isBodyError(werr) || errors.Is(werr, context.Canceled))
 			}
 			written = nil
 		}
@@ -375,9 +377,17 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 
 	br := hc.AcquireReader(nc)
 	defer hc.ReleaseReader(br)
+	// cause is why the attempt failed when reading the answer did with
+	// err: the write's error, if it failed of itself.
+	cause := func(err error) error {
+		if cut {
+			return err
+		}
+		return cmp.Or(werr, err)
+	}
 	if _, err := br.Peek(1); err != nil {
 		finish()
-		err = cmp.Or(werr, err)
+		err = cause(err)
 		switch {
 		case isBodyError(err):
 			return false, c.fail(err)
@@ -393,7 +403,7 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 	resp.SkipBody = c.req.Header.IsHead()
 	if err := resp.ReadLimitBody(br, 0); err != nil {
 		finish()
-		return false, c.fail(cmp.Or(werr, err))
+		return false, c.fail(cause(err))
 	}
 	defer resp.CloseBodyStream()
 	status := resp.StatusCode()
