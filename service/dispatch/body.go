@@ -12,15 +12,17 @@ import (
 // attempt, before a connection is taken, and again if fasthttp sends the
 // request a second time (errStale) after some of it was read. Its bytes
 // are copied from the blob store's reader to the connection through one
-// pooled buffer of chunkSize, under the head fasthttp writes: a body of any
-// size costs an attempt that buffer, not its size. The Content-Length is
+// pooled buffer of chunkSize, after the head: a body of any size costs an
+// attempt that buffer, not its size. One over concurrentBody is written
+// while the answer is read, as an inline one is. The Content-Length is
 // the size Open gives, which for a caller's object may differ from the
 // size given when the task was made; exactly that many bytes are sent.
 //
 // When the reader fails before the last of them (a blob found corrupt, the
 // blob store unreachable, the attempt's context done), the request is left
-// half sent: its connection is closed, never reused, and the attempt's
-// error is the body's (a bodyError), retried like a network error. A blob
+// half sent: the attempt ends at once (the target would wait for the rest,
+// and not answer), its connection is closed, never reused, and its error
+// is the body's (a bodyError), retried like a network error. A blob
 // that cannot be opened (not found, no blob store) fails the attempt the
 // same way, before any connection is used.
 

@@ -50,7 +50,10 @@ import (
 //   - a bound on what an attempt reads from its connection in all
 //     (readBudget), for what fasthttp leaves unbounded (the extensions of
 //     a chunk, up to 100 interim responses);
-//   - a bound on idle connections in all, beside the one per host.
+//   - a bound on idle connections in all, beside the one per host;
+//   - a body by reference, streamed from the blob store as it is read
+//     (body.go): fasthttp never sees it (no SetBodyStream); it is written
+//     here after the head, as an inline body is.
 
 // call is one attempt on its way through fasthttp, pooled: the request and
 // the response, and what the transport needs beside them.
