@@ -133,6 +133,9 @@ func (c *call) writeBody(bw *bufio.Writer) error {
 // isBodyError reports whether err is a body's failure, not the
 // connection's.
 func isBodyError(err error) bool {
+	if err == nil {
+		return false // before be, which escapes: an attempt that went well allocates nothing here
+	}
 	var be *bodyError
 	return errors.As(err, &be)
 }
