@@ -1,0 +1,305 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/retrykit/retry/service/blob"
+	s3blob "github.com/retrykit/retry/service/blob/s3"
+)
+
+// The S3 test server: versitygw on 127.0.0.1:7070 with these credentials,
+// as .ci/servers starts it (and as service/blob/s3's tests use it), unless
+// RETRYKIT_S3 names another store, whose credentials then come from the
+// AWS_* environment variables.
+const (
+	s3DefaultURL       = "s3://retrykit-test?endpoint=http://127.0.0.1:7070&region=us-east-1"
+	s3DefaultAccessKey = "retrykit"
+	s3DefaultSecretKey = "retrykit-secret"
+)
+
+// s3Place is a prefix of a test's own in the test server's bucket.
+type s3Place struct {
+	spec  string        // the --blobs value
+	env   []string      // AWS_* for retryd
+	store *s3blob.Store // on the same prefix, for the test's checks
+	cfg   s3blob.Config // of store
+}
+
+var s3Server struct {
+	sync.Mutex
+	checked bool
+	missing string
+}
+
+// newS3Place returns a fresh prefix on the S3 test server, whose bucket it
+// creates when missing, and whose objects are deleted when t ends. Without
+// an answer from the server, t is skipped (or fails when
+// RETRYKIT_REQUIRE_SERVERS=1).
+func newS3Place(t *testing.T) s3Place {
+	t.Helper()
+	spec, custom := os.LookupEnv("RETRYKIT_S3")
+	if !custom {
+		spec = s3DefaultURL
+	}
+	cfg, err := s3blob.ParseURL(spec)
+	if err != nil {
+		t.Fatalf("RETRYKIT_S3: %v", err)
+	}
+	if !custom {
+		cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken = s3DefaultAccessKey, s3DefaultSecretKey, ""
+	}
+	s3Server.Lock()
+	if !s3Server.checked {
+		s3Server.missing = checkS3(t, spec, cfg)
+		s3Server.checked = true
+	}
+	missing := s3Server.missing
+	s3Server.Unlock()
+	if missing != "" {
+		unavailable(t, missing)
+	}
+	cfg.Prefix = strings.Trim(cfg.Prefix+"/retryd-test-"+randomName(), "/")
+	st, err := s3blob.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer st.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var refs []string
+		if err := st.List(ctx, func(in blob.Info) error { refs = append(refs, in.Ref); return nil }); err != nil {
+			t.Errorf("cleaning up %s: %v", cfg.Prefix, err)
+		}
+		for _, r := range refs {
+			if err := st.Delete(ctx, r); err != nil {
+				t.Errorf("cleaning up %s: %v", r, err)
+			}
+		}
+	})
+	q := url.Values{"region": {cfg.Region}}
+	if cfg.Endpoint != "" {
+		q.Set("endpoint", cfg.Endpoint)
+	}
+	p := s3Place{
+		spec:  "s3://" + cfg.Bucket + "/" + cfg.Prefix + "?" + q.Encode(),
+		env:   []string{"AWS_ACCESS_KEY_ID=" + cfg.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + cfg.SecretAccessKey},
+		store: st,
+		cfg:   cfg,
+	}
+	if cfg.SessionToken != "" {
+		p.env = append(p.env, "AWS_SESSION_TOKEN="+cfg.SessionToken)
+	}
+	return p
+}
+
+// checkS3 asks the server for the bucket, creating it when it is missing,
+// and returns why there is no server if there is none.
+func checkS3(t *testing.T, spec string, cfg s3blob.Config) string {
+	st, err := s3blob.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = st.Check(ctx)
+	if errors.Is(err, blob.ErrNotFound) {
+		opts := awss3.Options{Region: cfg.Region, UsePathStyle: cfg.PathStyle,
+			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken}, nil
+			})}
+		if cfg.Endpoint != "" {
+			opts.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		_, err = awss3.New(opts).CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &cfg.Bucket})
+		var owned *types.BucketAlreadyOwnedByYou
+		if errors.As(err, &owned) {
+			err = nil
+		}
+	}
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) { // the server answered
+			t.Fatalf("S3 test server %s: %v", spec, err)
+		}
+		return fmt.Sprintf("no S3 server answers at %s (%v): start versitygw with .ci/servers, "+
+			"or point RETRYKIT_S3 at a store (credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", spec, err)
+	}
+	return ""
+}
+
+// startDaemonEnv is startDaemon with env added to retryd's environment
+// (startDaemon gives it only PATH).
+func startDaemonEnv(t *testing.T, env []string, db string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, done: make(chan struct{}), logs: &logBuffer{}}
+	d.cmd = exec.Command(binary, append(append([]string{"--store", db}, e2eFlags...), args...)...)
+	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	out, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stderr = d.cmd.Stdout
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan string, 1)
+	go func() {
+		defer close(d.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			d.logs.mu.Lock()
+			d.logs.buf.WriteString(line + "\n")
+			d.logs.mu.Unlock()
+			var rec struct{ Msg, URL string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "retryd listening" {
+				listening <- rec.URL
+			}
+		}
+		_ = d.cmd.Wait()
+	}()
+	select {
+	case d.url = <-listening:
+	case <-d.done:
+		t.Fatalf("retryd exited before listening:\n%s", d.log())
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		t.Fatalf("retryd did not listen:\n%s", d.log())
+	}
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.done
+		if t.Failed() {
+			t.Logf("retryd log:\n%s", d.log())
+		}
+	})
+	return d
+}
+
+// randomText returns n random bytes as lowercase hex (so that they go
+// into JSON as they are).
+func randomText(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+// A 20 MB body goes to S3 beside a PostgreSQL or Redis store, and each of
+// its two attempts sends all of it, byte for byte, from there.
+func TestLargeBodyThroughS3(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"postgres", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var b backend
+			if name == "postgres" {
+				b = postgresBackend(t)
+			} else {
+				b = redisBackend(t, redisURL(t))
+			}
+			place := newS3Place(t)
+			target, seen := hashingTarget(t)
+			start := time.Now()
+			d := startDaemonEnv(t, place.env, b.store, append([]string{"--blobs", place.spec, "--allow-private-targets"}, b.flags...)...)
+			d.putPolicy("quick", quick)
+			body := randomText(20_000_000)
+			want := sha256.Sum256([]byte(body))
+			var created struct{ TaskID string }
+			d.call("POST", "/retry-tasks", map[string]any{"targetUrl": target, "policyId": "quick", "body": body}, http.StatusCreated, &created)
+
+			var got map[string]any
+			d.call("GET", "/retry-tasks/"+created.TaskID, nil, http.StatusOK, &got)
+			ref, _ := got["bodyRef"].(string)
+			if ref != place.store.Ref(want) || got["bodySize"] != float64(len(body)) || got["body"] != nil {
+				t.Fatalf("GET: bodyRef %v (want %s) bodySize %v body present %t",
+					got["bodyRef"], place.store.Ref(want), got["bodySize"], got["body"] != nil)
+			}
+			r, size, err := place.store.Open(context.Background(), ref)
+			if err != nil {
+				t.Fatalf("the blob in the bucket: %v", err)
+			}
+			h := sha256.New()
+			n, err := io.Copy(h, r)
+			r.Close()
+			if err != nil || n != int64(len(body)) || size != n || [32]byte(h.Sum(nil)) != want {
+				t.Fatalf("the blob in the bucket: %d bytes (size %d), %v, sha256 %x; want the %d bytes given",
+					n, size, err, h.Sum(nil)[:6], len(body))
+			}
+
+			if got := d.waitTask(created.TaskID, terminal); got.Status != "SUCCEEDED" || got.AttemptNumber != 2 {
+				t.Fatalf("task %+v, want SUCCEEDED after 2 attempts", got)
+			}
+			sent := seen()
+			if len(sent) != 2 {
+				t.Fatalf("target saw %d requests, want 2", len(sent))
+			}
+			for i, g := range sent {
+				if g.length != int64(len(body)) || g.n != int64(len(body)) || g.sum != want {
+					t.Errorf("attempt %d: target got Content-Length %d, %d bytes, sha256 %x; want the %d bytes given",
+						i+1, g.length, g.n, g.sum[:6], len(body))
+				}
+			}
+			t.Logf("%s+S3: 20 MB body created and sent twice in %v", name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// A blob deleted from S3 behind retryd's back: the attempts fail, saying
+// so, and the task is exhausted by its policy; nothing reaches the target.
+func TestDeletedS3BlobExhaustsTheTask(t *testing.T) {
+	t.Parallel()
+	b := redisBackend(t, redisURL(t))
+	place := newS3Place(t)
+	target, seen := hashingTarget(t)
+	d := startDaemonEnv(t, place.env, b.store, append([]string{"--blobs", place.spec, "--allow-private-targets"}, b.flags...)...)
+	d.putPolicy("p", map[string]any{"backoff": "FIXED", "initialDelayMs": 20, "jitterType": "NONE", "maxAttempts": 3})
+	body := randomText(1 << 20)
+	var created struct {
+		task
+		BodyRef string `json:"bodyRef"`
+	}
+	d.call("POST", "/retry-tasks", map[string]any{"targetUrl": target, "policyId": "p", "body": body,
+		"notBefore": time.Now().Add(time.Second).UnixMilli()}, http.StatusCreated, &created)
+	if created.BodyRef != place.store.Ref(sha256.Sum256([]byte(body))) {
+		t.Fatalf("bodyRef %q: the body was not put in the bucket", created.BodyRef)
+	}
+	if err := place.store.Delete(context.Background(), created.BodyRef); err != nil {
+		t.Fatal(err)
+	}
+	got := d.waitTask(created.TaskID, terminal)
+	want := "body: blob not found: " + created.BodyRef
+	if got.Status != "EXHAUSTED" || got.AttemptNumber != 3 || !strings.HasPrefix(got.LastError, want) {
+		t.Fatalf("task %+v, want EXHAUSTED after 3 attempts, lastError %q", got, want)
+	}
+	for _, a := range d.attempts(created.TaskID) {
+		if a.ErrorMessage != want {
+			t.Errorf("attempt %+v, want error %q", a, want)
+		}
+	}
+	if n := len(seen()); n != 0 {
+		t.Errorf("target saw %d requests, want none", n)
+	}
+}
