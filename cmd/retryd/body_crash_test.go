@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -73,17 +74,67 @@ type listedTask struct {
 }
 
 // kill -9 of retryd while tasks with large bodies are being created (their
-// bodies streaming into the embedded blob store) and attempted (their
-// bodies streaming out of it): after a restart on the same files, every
+// bodies streaming into the blob store) and attempted (their bodies
+// streaming out of it): after a restart on the same store and blobs, every
 // task whose create was acknowledged succeeds, the target has had its
 // exact bytes, every task in the store has its whole blob, and nothing
-// else was sent.
+// else was sent. Here on the embedded store and blob store.
 func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 	t.Parallel()
-	target := newSlowHashingTarget(t)
 	db := newDB(t)
 	blobDir := strings.TrimSuffix(db, ".db") + ".blobs"
-	d := startDaemon(t, db, "--allow-target", "127.0.0.1/32")
+	kill9LargeBodies(t, func() *daemon { return startDaemon(t, db, "--allow-target", "127.0.0.1/32") },
+		func(ref string) ([32]byte, bool) {
+			h, ok := strings.CutPrefix(ref, "blob:sha256:")
+			return hexSum(h, ok)
+		},
+		func(ref string) (int64, [32]byte, error) {
+			h := strings.TrimPrefix(ref, "blob:sha256:")
+			b, err := os.ReadFile(filepath.Join(blobDir, "sha256", h[:2], h))
+			return int64(len(b)), sha256.Sum256(b), err
+		})
+}
+
+// The same on PostgreSQL and S3.
+func TestKill9WithLargeBodiesInFlightPostgresS3(t *testing.T) {
+	t.Parallel()
+	b := postgresBackend(t)
+	place := newS3Place(t)
+	refPrefix := strings.TrimSuffix(place.store.Ref([32]byte{}), strings.Repeat("0", 64))
+	kill9LargeBodies(t, func() *daemon {
+		return startDaemonEnv(t, place.env, b.store, append([]string{"--blobs", place.spec, "--allow-target", "127.0.0.1/32"}, b.flags...)...)
+	},
+		func(ref string) ([32]byte, bool) {
+			h, ok := strings.CutPrefix(ref, refPrefix)
+			return hexSum(h, ok)
+		},
+		func(ref string) (int64, [32]byte, error) {
+			r, _, err := place.store.Open(context.Background(), ref)
+			if err != nil {
+				return 0, [32]byte{}, err
+			}
+			defer r.Close()
+			h := sha256.New()
+			n, err := io.Copy(h, r)
+			return n, [32]byte(h.Sum(nil)), err
+		})
+}
+
+func hexSum(h string, ok bool) ([32]byte, bool) {
+	b, err := hex.DecodeString(h)
+	if !ok || err != nil || len(b) != 32 {
+		return [32]byte{}, false
+	}
+	return [32]byte(b), true
+}
+
+// kill9LargeBodies runs the test on the retryd start starts, refSum
+// giving the SHA-256 a bodyRef names, and blob reading the blob of one.
+func kill9LargeBodies(t *testing.T, start func() *daemon, refSum func(ref string) ([32]byte, bool),
+	blob func(ref string) (int64, [32]byte, error)) {
+	t.Helper()
+	target := newSlowHashingTarget(t)
+	d := start()
 	d.putPolicy("quick", quick)
 
 	const n = 20
@@ -94,10 +145,11 @@ func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 		sums[sha256.Sum256([]byte(bodies[i]))] = i
 	}
 	var (
-		mu    sync.Mutex
-		acked = map[int]string{} // body index → task ID, of the creates answered 201
-		next  atomic.Int64
-		wg    sync.WaitGroup
+		mu     sync.Mutex
+		acked  = map[int]string{} // body index → task ID, of the creates answered 201
+		next   atomic.Int64
+		failed atomic.Int64 // creates that got no answer
+		wg     sync.WaitGroup
 	)
 	c := &http.Client{Timeout: 30 * time.Second}
 	url := d.url
@@ -109,7 +161,8 @@ func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 				b, _ := json.Marshal(map[string]any{"targetUrl": target.URL, "policyId": "quick", "body": bodies[i]})
 				resp, err := c.Post(url+"/retry-tasks", "application/json", bytes.NewReader(b))
 				if err != nil {
-					continue // killed: not acknowledged
+					failed.Add(1) // killed: not acknowledged
+					continue
 				}
 				var got struct{ TaskID string }
 				err = json.NewDecoder(resp.Body).Decode(&got)
@@ -143,7 +196,7 @@ func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 	mu.Unlock()
 	_, sentAtKill, _, _ := target.received()
 
-	d = startDaemon(t, db, "--allow-target", "127.0.0.1/32")
+	d = start()
 	var tasks []listedTask
 	deadline = time.Now().Add(25 * time.Second)
 	for {
@@ -173,18 +226,13 @@ func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 		if tk.Status != "SUCCEEDED" {
 			t.Errorf("task %+v, want SUCCEEDED", tk)
 		}
-		h, ok := strings.CutPrefix(tk.BodyRef, "blob:sha256:")
+		sum, ok := refSum(tk.BodyRef)
 		if !ok {
 			t.Errorf("task %s: bodyRef %q, want one in the blob store", tk.TaskID, tk.BodyRef)
 			continue
 		}
-		sum, err := hex.DecodeString(h)
-		if err != nil || len(sum) != 32 {
-			t.Errorf("task %s: bodyRef %q", tk.TaskID, tk.BodyRef)
-			continue
-		}
-		storedSums[[32]byte(sum)] = true
-		i, ok := sums[[32]byte(sum)]
+		storedSums[sum] = true
+		i, ok := sums[sum]
 		if !ok {
 			t.Errorf("task %s: bodyRef %s is none of the bodies submitted", tk.TaskID, tk.BodyRef)
 			continue
@@ -192,11 +240,10 @@ func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 		if tk.BodySize != int64(len(bodies[i])) {
 			t.Errorf("task %s: bodySize %d, want %d", tk.TaskID, tk.BodySize, len(bodies[i]))
 		}
-		b, err := os.ReadFile(filepath.Join(blobDir, "sha256", h[:2], h))
-		if err != nil || sha256.Sum256(b) != [32]byte(sum) {
-			t.Errorf("task %s: its blob: %d bytes, %v; want its %d bytes", tk.TaskID, len(b), err, len(bodies[i]))
+		if size, bsum, err := blob(tk.BodyRef); err != nil || bsum != sum {
+			t.Errorf("task %s: its blob: %d bytes, %v; want its %d bytes", tk.TaskID, size, err, len(bodies[i]))
 		}
-		if got[[32]byte(sum)] == 0 {
+		if got[sum] == 0 {
 			t.Errorf("task %s (body %d) SUCCEEDED, but the target never received its bytes whole", tk.TaskID, i)
 		}
 	}
@@ -216,7 +263,7 @@ func TestKill9WithLargeBodiesInFlight(t *testing.T) {
 	if ackedAtKill == n {
 		t.Logf("every create was acknowledged before the kill: none was in flight")
 	}
-	t.Logf("killed with %d/%d creates acknowledged and %d bodies sent; after the restart (%v): "+
+	t.Logf("killed with %d/%d creates acknowledged (%d got no answer) and %d bodies sent; after the restart (%v): "+
 		"%d tasks in the store, all SUCCEEDED; the target got %d whole bodies (%d duplicates) and %d broken off",
-		ackedAtKill, n, sentAtKill, time.Since(killed).Round(time.Millisecond), len(tasks), total, total-len(got), broken)
+		ackedAtKill, n, failed.Load(), sentAtKill, time.Since(killed).Round(time.Millisecond), len(tasks), total, total-len(got), broken)
 }
