@@ -35,6 +35,8 @@ type benchConfig struct {
 	cpuProf  string
 	memProf  string
 	target   string
+	bodySize int64  // --body-size: bytes of each API task's body; 0: a few bytes, {"n":i}
+	blobs    string // --blobs passed to each retryd process; "": its default
 }
 
 // Defaults of the flags whose default depends on the run: the API runs
@@ -161,6 +163,8 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.StringVar(&c.target, "target", targetLean, "the loopback target: "+targetLean+" (a minimal HTTP/1.1 responder, so that the figures are retryd's) or "+targetNetHTTP+" (Go's server)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write a CPU profile of the bench process (with --mode api: the clients and target only) to this `file`")
 	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the bench process to this `file`")
+	fs.Var(byteSize{&c.bodySize}, "body-size", "API runs: each task's body is this `size` (bytes, or 64KiB, 1MiB), distinct per task (its index first); default a few bytes ({\"n\":i})")
+	fs.StringVar(&c.blobs, "blobs", "", "API runs: --blobs for each retryd process (off keeps bodies inline, at most 1MiB); default retryd's own (with SQLite the embedded blob store beside the file)")
 	if err := fs.Parse(args); err != nil {
 		return c, nil, usageError{err}
 	}

@@ -18,6 +18,9 @@ func benchAPI(ctx context.Context, c benchConfig, tasks, rate int, bs *benchStor
 	paced := max(1, int(float64(rate)*c.duration.Seconds()))
 	fmt.Fprintf(out, "api runs: %d clients, each one keep-alive connection; a new retryd process per run: serve --listen 127.0.0.1:<free port> --allow-target 127.0.0.1/32 --workers %d\n",
 		c.clients, c.workers)
+	if c.bodySize > 0 || c.blobs != "" {
+		fmt.Fprintf(out, "api bodies: %s each (distinct per task); retryd --blobs %s\n", sizeString(c.bodySize), orWord(c.blobs, "(its default)"))
+	}
 	var errs []error
 	for _, name := range c.runs {
 		if ctx.Err() != nil {
@@ -53,6 +56,7 @@ type apiRun struct {
 	proc *retrydProc
 	mon  *apiClient // the bench's own connection, for /metrics
 	url  string     // the tasks' targetUrl
+	pad  string     // with --body-size: the bytes after each body's index
 
 	// Per task i, written only by the client that creates it.
 	keys []string
@@ -93,6 +97,9 @@ type (
 func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer, name string, n, fail int,
 	probe prober, drive driver, report reporter) (err error) {
 	r := &apiRun{name: name, c: c, n: n, keys: make([]string, n), code: make([]int32, n), sent: make([]int64, n)}
+	if c.bodySize > 0 {
+		r.pad = strings.Repeat("x", int(c.bodySize))
+	}
 	for i := range r.keys {
 		r.keys[i] = fmt.Sprintf("%s-%07d", name, i)
 	}
@@ -111,10 +118,18 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 		}
 	}()
 	logPath := filepath.Join(bs.dir, name+"-retryd.log")
-	if r.proc, err = startRetryd(ctx, data.args(), c.workers, logPath); err != nil {
+	args := data.args()
+	if c.blobs != "" {
+		args = append(args, "--blobs", c.blobs)
+	}
+	if r.proc, err = startRetryd(ctx, args, c.workers, logPath); err != nil {
 		return err
 	}
+	stopped := false
 	defer func() {
+		if stopped {
+			return
+		}
 		if serr := r.proc.stop(); serr != nil {
 			err = errors.Join(err, serr)
 		}
@@ -161,6 +176,26 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 	fmt.Fprintf(out, "  correctness: %s\n", r.verdict)
 	for _, m := range r.errs.list() {
 		fmt.Fprintf(out, "  error: %s\n", m)
+	}
+	if c.bodySize > 0 {
+		reqs, got := r.tg.requests.Load(), r.tg.bodyBytes.Load()
+		fmt.Fprintf(out, "  bodies: the target read %d bytes in %d requests", got, reqs)
+		if got != reqs*c.bodySize {
+			fmt.Fprintf(out, ": MISMATCH, want %d a request\n", c.bodySize)
+			derr = errors.Join(derr, fmt.Errorf("the target read %d body bytes in %d requests, want %d each", got, reqs, c.bodySize))
+		} else {
+			fmt.Fprintf(out, ", %d each as sent\n", c.bodySize)
+		}
+	}
+	if bs.kind == "sqlite" {
+		// Stopped, retryd closes its database, which checkpoints the WAL
+		// into the file: the sizes are then what the tasks take at rest.
+		stopped = true
+		if serr := r.proc.stop(); serr != nil {
+			derr = errors.Join(derr, serr)
+		} else {
+			fmt.Fprintf(out, "  %s\n", storeSizeLine(data.store, r.acked()))
+		}
 	}
 	if derr == nil {
 		derr = r.verdict.err()

@@ -14,7 +14,18 @@ import (
 
 // task is the create body of task i.
 func (r *apiRun) task(i int) benchTask {
-	return benchTask{TargetURL: r.url, PolicyID: benchPolicyID, IdempotencyKey: r.keys[i], Body: `{"n":` + strconv.Itoa(i) + `}`}
+	return benchTask{TargetURL: r.url, PolicyID: benchPolicyID, IdempotencyKey: r.keys[i], Body: r.body(i)}
+}
+
+// body is task i's body: {"n":i}, or with --body-size that many bytes,
+// task i's index first so that no two tasks share a blob (the blob
+// store is content-addressed), then r.pad.
+func (r *apiRun) body(i int) string {
+	small := `{"n":` + strconv.Itoa(i) + `}`
+	if r.c.bodySize <= 0 {
+		return small
+	}
+	return (small + " " + r.pad)[:r.c.bodySize]
 }
 
 // clients runs r.c.clients goroutines, each with its own connection,

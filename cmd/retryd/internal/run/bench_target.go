@@ -38,6 +38,9 @@ type target struct {
 	// every request.
 	delivered atomic.Int64
 	requests  atomic.Int64
+	// bodyBytes counts the request body bytes read, to check that large
+	// bodies arrive whole.
+	bodyBytes atomic.Int64
 }
 
 // keyState is what the target saw of one idempotency key. Times are
@@ -134,7 +137,8 @@ func (tg *target) waitDelivered(ctx context.Context, n int64) error {
 
 func (tg *target) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := tg.now()
-	_, _ = io.Copy(io.Discard, r.Body)
+	nb, _ := io.Copy(io.Discard, r.Body)
+	tg.bodyBytes.Add(nb)
 	st, n, status := tg.arrive(r.Header.Get("Idempotency-Key"), at)
 	tg.sending(st, n)
 	w.WriteHeader(status)
@@ -183,6 +187,7 @@ func (tg *target) leanConn(c net.Conn) {
 		if _, err := br.Discard(length); err != nil {
 			return
 		}
+		tg.bodyBytes.Add(int64(length))
 		st, n, status := tg.arrive(key, at)
 		resp := lean200
 		if status != http.StatusOK {
