@@ -1,19 +1,16 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -148,55 +145,6 @@ func checkS3(t *testing.T, spec string, cfg s3blob.Config) string {
 			"or point RETRYKIT_S3 at a store (credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", spec, err)
 	}
 	return ""
-}
-
-// startDaemonEnv is startDaemon with env added to retryd's environment
-// (startDaemon gives it only PATH).
-func startDaemonEnv(t *testing.T, env []string, db string, args ...string) *daemon {
-	t.Helper()
-	d := &daemon{t: t, done: make(chan struct{}), logs: &logBuffer{}}
-	d.cmd = exec.Command(binary, append(append([]string{"--store", db}, e2eFlags...), args...)...)
-	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	out, err := d.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd.Stderr = d.cmd.Stdout
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	listening := make(chan string, 1)
-	go func() {
-		defer close(d.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			d.logs.mu.Lock()
-			d.logs.buf.WriteString(line + "\n")
-			d.logs.mu.Unlock()
-			var rec struct{ Msg, URL string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "retryd listening" {
-				listening <- rec.URL
-			}
-		}
-		_ = d.cmd.Wait()
-	}()
-	select {
-	case d.url = <-listening:
-	case <-d.done:
-		t.Fatalf("retryd exited before listening:\n%s", d.log())
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		t.Fatalf("retryd did not listen:\n%s", d.log())
-	}
-	t.Cleanup(func() {
-		d.cmd.Process.Kill()
-		<-d.done
-		if t.Failed() {
-			t.Logf("retryd log:\n%s", d.log())
-		}
-	})
-	return d
 }
 
 // randomText returns n random bytes as lowercase hex (so that they go

@@ -63,9 +63,16 @@ var e2eFlags = []string{"--listen", "127.0.0.1:0", "--log-format", "json", "--le
 // waits until it listens.
 func startDaemon(t *testing.T, db string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, nil, db, args...)
+}
+
+// startDaemonEnv is startDaemon with env added to retryd's environment,
+// which otherwise holds only PATH: no RETRYD_* from the test's environment.
+func startDaemonEnv(t *testing.T, env []string, db string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, done: make(chan struct{}), logs: &logBuffer{}}
 	d.cmd = exec.Command(binary, append(append([]string{"--store", db}, e2eFlags...), args...)...)
-	d.cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no RETRYD_* from the test's environment
+	d.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	out, err := d.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
