@@ -5,37 +5,18 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
-
-	"github.com/retrykit/retry/service/blob"
 	s3blob "github.com/retrykit/retry/service/blob/s3"
+	"github.com/retrykit/retry/service/blob/s3/s3test"
 )
 
-// The S3 test server: versitygw on 127.0.0.1:7070 with these credentials,
-// as .ci/servers starts it (and as service/blob/s3's tests use it), unless
-// RETRYKIT_S3 names another store, whose credentials then come from the
-// AWS_* environment variables.
-const (
-	s3DefaultURL       = "s3://retrykit-test?endpoint=http://127.0.0.1:7070&region=us-east-1"
-	s3DefaultAccessKey = "retrykit"
-	s3DefaultSecretKey = "retrykit-secret"
-)
-
-// s3Place is a prefix of a test's own in the test server's bucket.
+// s3Place is a prefix of a test's own in the S3 test server's bucket.
 type s3Place struct {
 	spec  string        // the --blobs value
 	env   []string      // AWS_* for retryd
@@ -43,58 +24,16 @@ type s3Place struct {
 	cfg   s3blob.Config // of store
 }
 
-var s3Server struct {
-	sync.Mutex
-	checked bool
-	missing string
-}
-
-// newS3Place returns a fresh prefix on the S3 test server, whose bucket it
-// creates when missing, and whose objects are deleted when t ends. Without
-// an answer from the server, t is skipped (or fails when
-// RETRYKIT_REQUIRE_SERVERS=1).
+// newS3Place returns a fresh prefix on the S3 test server (s3test), whose
+// objects are deleted when t ends.
 func newS3Place(t *testing.T) s3Place {
 	t.Helper()
-	spec, custom := os.LookupEnv("RETRYKIT_S3")
-	if !custom {
-		spec = s3DefaultURL
-	}
-	cfg, err := s3blob.ParseURL(spec)
-	if err != nil {
-		t.Fatalf("RETRYKIT_S3: %v", err)
-	}
-	if !custom {
-		cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken = s3DefaultAccessKey, s3DefaultSecretKey, ""
-	}
-	s3Server.Lock()
-	if !s3Server.checked {
-		s3Server.missing = checkS3(t, spec, cfg)
-		s3Server.checked = true
-	}
-	missing := s3Server.missing
-	s3Server.Unlock()
-	if missing != "" {
-		unavailable(t, missing)
-	}
-	cfg.Prefix = strings.Trim(cfg.Prefix+"/retryd-test-"+randomName(), "/")
+	cfg := s3test.Config(t, "retryd-test")
 	st, err := s3blob.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		defer st.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		var refs []string
-		if err := st.List(ctx, func(in blob.Info) error { refs = append(refs, in.Ref); return nil }); err != nil {
-			t.Errorf("cleaning up %s: %v", cfg.Prefix, err)
-		}
-		for _, r := range refs {
-			if err := st.Delete(ctx, r); err != nil {
-				t.Errorf("cleaning up %s: %v", r, err)
-			}
-		}
-	})
+	t.Cleanup(func() { st.Close() })
 	q := url.Values{"region": {cfg.Region}}
 	if cfg.Endpoint != "" {
 		q.Set("endpoint", cfg.Endpoint)
@@ -109,42 +48,6 @@ func newS3Place(t *testing.T) s3Place {
 		p.env = append(p.env, "AWS_SESSION_TOKEN="+cfg.SessionToken)
 	}
 	return p
-}
-
-// checkS3 asks the server for the bucket, creating it when it is missing,
-// and returns why there is no server if there is none.
-func checkS3(t *testing.T, spec string, cfg s3blob.Config) string {
-	st, err := s3blob.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = st.Check(ctx)
-	if errors.Is(err, blob.ErrNotFound) {
-		opts := awss3.Options{Region: cfg.Region, UsePathStyle: cfg.PathStyle,
-			Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-				return aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken}, nil
-			})}
-		if cfg.Endpoint != "" {
-			opts.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		_, err = awss3.New(opts).CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &cfg.Bucket})
-		var owned *types.BucketAlreadyOwnedByYou
-		if errors.As(err, &owned) {
-			err = nil
-		}
-	}
-	if err != nil {
-		var ae smithy.APIError
-		if errors.As(err, &ae) { // the server answered
-			t.Fatalf("S3 test server %s: %v", spec, err)
-		}
-		return fmt.Sprintf("no S3 server answers at %s (%v): start versitygw with .ci/servers, "+
-			"or point RETRYKIT_S3 at a store (credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", spec, err)
-	}
-	return ""
 }
 
 // randomText returns n random bytes as lowercase hex (so that they go

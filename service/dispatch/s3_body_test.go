@@ -3,33 +3,20 @@ package dispatch_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/service/blob"
 	"github.com/retrykit/retry/service/blob/s3"
+	"github.com/retrykit/retry/service/blob/s3/s3test"
 	"github.com/retrykit/retry/service/dispatch"
-)
-
-// The S3 test server, as in package s3's tests: versitygw on 127.0.0.1:7070
-// as .ci/servers starts it, unless RETRYKIT_S3 names another store, whose
-// credentials then come from the AWS_* environment variables.
-const (
-	s3URL       = "s3://retrykit-test?endpoint=http://127.0.0.1:7070&region=us-east-1"
-	s3AccessKey = "retrykit"
-	s3SecretKey = "retrykit-secret"
 )
 
 // s3Test is an S3 blob store under a prefix of the test's own, and a client
@@ -44,71 +31,13 @@ type s3Test struct {
 // RETRYKIT_REQUIRE_SERVERS=1).
 func newS3(t *testing.T) *s3Test {
 	t.Helper()
-	spec, custom := os.LookupEnv("RETRYKIT_S3")
-	if !custom {
-		spec = s3URL
-	}
-	cfg, err := s3.ParseURL(spec)
-	if err != nil {
-		t.Fatalf("RETRYKIT_S3: %v", err)
-	}
-	if !custom {
-		cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken = s3AccessKey, s3SecretKey, ""
-	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	cfg.Prefix = strings.Trim(cfg.Prefix+"/retrykit-dispatch-test-"+hex.EncodeToString(r[:]), "/")
-	opts := awss3.Options{
-		Region: cfg.Region, UsePathStyle: cfg.PathStyle,
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken}, nil
-		}),
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	}
-	if cfg.Endpoint != "" {
-		opts.BaseEndpoint = aws.String(cfg.Endpoint)
-	}
-	st := &s3Test{cfg: cfg, client: awss3.New(opts)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = st.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: &cfg.Bucket})
-	var ae smithy.APIError
-	if errors.As(err, &ae) && (ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchBucket") {
-		_, err = st.client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &cfg.Bucket})
-		var owned *types.BucketAlreadyOwnedByYou
-		if errors.As(err, &owned) {
-			err = nil
-		}
-	}
-	if err != nil {
-		if errors.As(err, &ae) { // the server answered
-			t.Fatalf("S3 test server %s: %v", spec, err)
-		}
-		msg := "no S3 server answers at " + spec + " (" + err.Error() + "): start versitygw with .ci/servers, or point RETRYKIT_S3 at a store"
-		if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-			t.Fatal(msg + " (RETRYKIT_REQUIRE_SERVERS=1)")
-		}
-		t.Skip(msg)
-	}
+	cfg := s3test.Config(t, "retrykit-dispatch-test")
+	st := &s3Test{cfg: cfg, client: s3test.Client(cfg)}
+	var err error
 	if st.Store, err = s3.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		st.Close()
-		ctx := context.Background()
-		prefix := cfg.Prefix + "/"
-		out, err := st.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &cfg.Bucket, Prefix: &prefix})
-		if err != nil {
-			t.Errorf("cleaning %s: %v", prefix, err)
-			return
-		}
-		for _, o := range out.Contents {
-			if _, err := st.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &cfg.Bucket, Key: o.Key}); err != nil {
-				t.Errorf("cleaning %s: %v", *o.Key, err)
-			}
-		}
-	})
+	t.Cleanup(func() { st.Close() })
 	return st
 }
 
