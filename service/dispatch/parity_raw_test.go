@@ -275,13 +275,15 @@ func TestParityHeadParsing(t *testing.T) {
 }
 
 // A cancellation while a large body is being written to a target that
-// reads nothing: the write loop's short deadlines must not outlast it.
+// reads nothing: the write loop's short deadlines must not outlast it. The
+// bound is far from the 30 s Timeout, so that a loaded machine cannot blur
+// an ignored cancellation with a slow one.
 func TestSendCancelledDuringTheBody(t *testing.T) {
 	t.Parallel()
 	done := make(chan struct{})
 	url := serveTCP(t, func(net.Conn, int) { <-done })
 	t.Cleanup(func() { close(done) })
-	d := newDispatcher(t, dispatch.Config{Timeout: 5 * time.Second})
+	d := newDispatcher(t, dispatch.Config{Timeout: 30 * time.Second})
 	for _, at := range []time.Duration{0, 10 * time.Millisecond, 75 * time.Millisecond} {
 		ctx, cancel := context.WithCancel(context.Background())
 		if at == 0 {
@@ -291,7 +293,7 @@ func TestSendCancelledDuringTheBody(t *testing.T) {
 		}
 		res := d.Send(ctx, dispatch.Request{Method: "POST", URL: url, Body: make([]byte, 8<<20)})
 		cancel()
-		if !errors.Is(res.Err, context.Canceled) || res.Duration > at+100*time.Millisecond {
+		if !errors.Is(res.Err, context.Canceled) || res.Duration > at+5*time.Second {
 			t.Fatalf("cancelled at %v: %d, %v after %v", at, res.Status, res.Err, res.Duration)
 		}
 	}
