@@ -28,7 +28,7 @@ func ParseBodyRefPrefix(p string) error {
 		return fail("want s3://bucket/ or s3://bucket/prefix/")
 	}
 	bucket, key, _ := strings.Cut(rest, "/")
-	if !validBucket(bucket) {
+	if !blob.ValidBucket(bucket) {
 		return fail("want s3://bucket/ or s3://bucket/prefix/, the bucket 3 to 63 letters, digits, '.', '-' or '_'")
 	}
 	if !strings.HasSuffix(p, "/") {
@@ -53,7 +53,7 @@ func checkBodyRef(ref string) string {
 	if err != nil {
 		return "must be s3://bucket/key, an object you uploaded"
 	}
-	if !validBucket(bucket) {
+	if !blob.ValidBucket(bucket) {
 		return "names no bucket: want 3 to 63 letters, digits, '.', '-' or '_'"
 	}
 	if len(key) > MaxBodyRefKey {
@@ -81,20 +81,6 @@ func checkKeyPath(key string) string {
 		}
 	}
 	return ""
-}
-
-// validBucket reports whether b may be an S3 bucket's name, as package
-// blob/s3 takes them: 3 to 63 letters, digits, '.', '-' or '_'.
-func validBucket(b string) bool {
-	if len(b) < 3 || len(b) > 63 {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if c := b[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // blobConfig checks and takes the blob settings of cfg.

@@ -146,6 +146,21 @@ func ParseS3Ref(ref string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
+// ValidBucket reports whether b may be an S3 bucket's name, as this
+// package's S3 store and the API's allow-lists take them: 3 to 63 letters,
+// digits, '.', '-' or '_'.
+func ValidBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseHex returns the SHA-256 that s, 64 lowercase hexadecimal digits,
 // spells, and whether it is one.
 func ParseHex(s string) (sum [32]byte, ok bool) {

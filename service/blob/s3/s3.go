@@ -128,7 +128,7 @@ func ParseURL(spec string) (Config, error) {
 		return fail("a fragment (#) means nothing here")
 	}
 	c := Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
-	if !validBucket(c.Bucket) {
+	if !blob.ValidBucket(c.Bucket) {
 		return fail("bucket %q: want 3 to 63 letters, digits, dots, hyphens and underscores", c.Bucket)
 	}
 	if strings.Contains(c.Prefix, "//") {
@@ -184,18 +184,6 @@ func redact(spec string) string {
 	return spec
 }
 
-func validBucket(b string) bool {
-	if len(b) < 3 || len(b) > 63 {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if c := b[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // Store is the S3 blob.Store.
 type Store struct {
 	cfg       Config
@@ -230,7 +218,7 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 
 // New makes a Store of cfg, without asking the server anything.
 func New(cfg Config) (*Store, error) {
-	if !validBucket(cfg.Bucket) {
+	if !blob.ValidBucket(cfg.Bucket) {
 		return nil, fmt.Errorf("blob: S3 bucket %q: want 3 to 63 letters, digits, dots, hyphens and underscores", cfg.Bucket)
 	}
 	if cfg.Region == "" {
