@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/blob"
 	"github.com/retrykit/retry/service/store"
 )
@@ -125,10 +125,11 @@ func startSweeps(ctx context.Context, st store.Store, blobs blob.Store, retentio
 	}
 }
 
-// jitter returns d give or take a tenth, so that instances started
-// together do not sweep together.
+// jitter returns d give or take a tenth (backoff's proportional jitter, its
+// default factor), so that instances started together do not sweep together.
 func jitter(d time.Duration) time.Duration {
-	return d - d/10 + rand.N(d/5+1)
+	p := backoff.Policy{Kind: backoff.Fixed, Base: d, Max: backoff.None, Jitter: backoff.ProportionalJitter}
+	return p.Delay(1, 0, nil)
 }
 
 // every calls run after first, then every interval after each run ends,
