@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/scheduler"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -133,5 +135,23 @@ func TestShutdownWaitsForAttemptsInFlight(t *testing.T) {
 	}
 	if got.Status != store.Succeeded {
 		t.Fatalf("after shutdown: %s, want SUCCEEDED (the attempt was let finish)", got.Status)
+	}
+}
+
+// TestShutdownBeforeStartIsNoError: a retryd stopped while its scheduler
+// still rebuilds its heap (the store call sees ctx cancelled) shuts down;
+// it does not fail.
+func TestShutdownBeforeStartIsNoError(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, "")
+	addTask(t, st, "http://127.0.0.1:1/", "default")
+	s, err := scheduler.New(scheduler.Config{Store: st, Dispatcher: dispatch.New(dispatch.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Errorf("Run with ctx ended = %v, want nil", err)
 	}
 }

@@ -14,12 +14,16 @@ import (
 // Then it stops claiming, gives attempts in flight ShutdownGrace to finish,
 // cuts short and releases those that do not, records every outcome, and
 // returns nil. It returns an error only if the heap cannot be rebuilt (the
-// store is retried until ctx ends) or if Run was already called.
+// store is retried until ctx ends; ctx ending first is a shutdown, not an
+// error) or if Run was already called.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("scheduler: Run called twice")
 	}
 	if err := s.resync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // shut down before it started: nothing was claimed
+		}
 		return fmt.Errorf("scheduler: rebuild the heap: %w", err)
 	}
 	s.log.Info("scheduler started", "tasks", s.Pending(), "workers", s.cfg.Workers, "lease", s.cfg.Lease.String())
