@@ -71,3 +71,38 @@ func BenchmarkDoValueSuccess(b *testing.B) {
 		_, _ = retry.DoValue(ctx, retry.Policy{}, op)
 	}
 }
+
+// BenchmarkLimiter is the success path through a shared Limiter: Do waits
+// for a slot (there always is one: the ceiling is far above the calls) and
+// reports the success. It must not allocate.
+func BenchmarkLimiter(b *testing.B) {
+	ctx := context.Background()
+	op := func(context.Context) error { return nil }
+	l, err := retry.NewLimiter(retry.LimiterConfig{Floor: 1e9, Ceiling: 1e12, Burst: 1e9})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := retry.Policy{Limiter: l}
+	b.Run("Do", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = retry.Do(ctx, p, op)
+		}
+	})
+	b.Run("DoParallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = retry.Do(ctx, p, op)
+			}
+		})
+	})
+	b.Run("ReserveReport", func(b *testing.B) {
+		b.ReportAllocs()
+		now := time.Now()
+		for b.Loop() {
+			_, _ = l.Reserve(now, -1)
+			l.Report(now, nil)
+		}
+	})
+}

@@ -30,10 +30,15 @@
 //     would pass first. The Budget is also op's context's deadline, and
 //     AttemptTimeout gives each call a deadline of its own.
 //   - With a Quota, each retry takes a token; an empty quota stops retries.
+//   - With a Limiter, shared by the calls to one dependency, every attempt
+//     (the first included) waits for it: the Policy says whether to retry,
+//     the Limiter when an attempt may go. Its rate falls on overload signals
+//     and climbs back on successes; a wait past the budget or the caller's
+//     deadline stops the execution (ErrLimited, ErrCircuitOpen).
 //   - The error Do returns is an *Error: it wraps the last error of the
 //     operation and the reason it stopped (ErrAttemptsExhausted,
-//     ErrBudgetExhausted, ErrNotRetryable, ErrCancelled, ErrQuotaExhausted), all
-//     reachable with errors.Is and errors.As.
+//     ErrBudgetExhausted, ErrNotRetryable, ErrCancelled, ErrQuotaExhausted,
+//     ErrLimited, ErrCircuitOpen), all reachable with errors.Is and errors.As.
 //   - An Observer hears the end of every attempt: Succeeded, Retrying (with
 //     the wait) or GaveUp (with the reason); logging is an Observer too.
 //

@@ -7,8 +7,9 @@ import (
 )
 
 // The reasons an execution stops without success. Every error Do returns
-// wraps exactly one of them, so errors.Is(err, retry.ErrBudgetExhausted)
-// tells why it stopped.
+// wraps exactly one of them (or ErrLimited or ErrCircuitOpen, with a
+// Limiter), so errors.Is(err, retry.ErrBudgetExhausted) tells why it
+// stopped.
 var (
 	ErrAttemptsExhausted = errors.New("attempts exhausted")
 	ErrBudgetExhausted   = errors.New("time budget exhausted")

@@ -237,3 +237,44 @@ func ExampleNewTicker() {
 	fmt.Println("three heartbeats")
 	// Output: three heartbeats
 }
+
+// A Limiter shared by every call to one dependency: when the dependency
+// asks to slow down (a 429, a Retry-After) or is out (most answers 503,
+// refused, timed out), the rate at which attempts go falls for all of them;
+// as calls succeed it climbs back. The Policy still decides whether to
+// retry; the limiter decides when an attempt may go.
+func ExampleLimiter() {
+	limiter, err := retry.NewLimiter(retry.LimiterConfig{Floor: 10, Ceiling: 100, Increase: 10})
+	if err != nil {
+		panic(err)
+	}
+	policy := retry.Policy{
+		MaxAttempts: 3,
+		Backoff:     backoff.Policy{Base: time.Millisecond, Jitter: backoff.NoJitter},
+		Limiter:     limiter,
+		Observer: retry.OnRetry(func(_ context.Context, e retry.Event) {
+			fmt.Printf("attempt %d: %v; rate now %.0f/s\n", e.Attempt, e.Err, limiter.Rate())
+		}),
+	}
+	fmt.Printf("rate before: %.0f/s\n", limiter.Rate())
+	calls := 0
+	err = retry.Do(context.Background(), policy, func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return overloadedError{} // a 429
+		}
+		return nil
+	})
+	fmt.Println("err:", err)
+	fmt.Printf("rate after a success: %.0f/s\n", limiter.Rate())
+	// Output:
+	// rate before: 100/s
+	// attempt 1: 429 Too Many Requests; rate now 10/s
+	// err: <nil>
+	// rate after a success: 11/s
+}
+
+type overloadedError struct{}
+
+func (overloadedError) Error() string       { return "429 Too Many Requests" }
+func (overloadedError) HTTPStatusCode() int { return 429 }

@@ -41,6 +41,16 @@ type Event struct {
 	Elapsed     time.Duration // from the first call's start to the end of this attempt
 	Delay       time.Duration // Retrying: the wait before the next attempt
 	Reason      error         // GaveUp: ErrAttemptsExhausted, ErrBudgetExhausted, …
+	// Start is when the attempt began, on the Policy's clock (after a
+	// retry, the end of the previous attempt plus Delay); the attempt ended
+	// at Start+Duration. Zero when no attempt was made, and in events of
+	// executors that do not fill it in: a tracer placing a span after the
+	// fact needs the attempt's own times, not the time it heard of it.
+	Start time.Time
+	// Repeated marks a GaveUp event for an attempt already heard of as
+	// Retrying: the caller's context ended during the wait that followed.
+	// It tells why the execution stopped; a count of attempts skips it.
+	Repeated bool
 }
 
 // Observer hears the end of every attempt of every execution of a Policy: the

@@ -68,6 +68,12 @@ type Policy struct {
 	// takes from it, each success refills it, and an empty quota stops
 	// retries with ErrQuotaExhausted.
 	Quota *Quota
+	// Limiter, when set, decides when each attempt may go, the first
+	// included: Do waits for it (within Budget and the caller's deadline,
+	// else it stops with ErrLimited or ErrCircuitOpen) and reports each
+	// attempt's outcome to it. Share one Limiter between the executions
+	// that call one dependency; see Limiter.
+	Limiter *Limiter
 
 	// Name names the operation in logs and events.
 	Name string
@@ -143,7 +149,8 @@ func (p *Policy) Validate() error {
 // retryableStatusCodes, each with its effective value (0 for no budget, no
 // expected call time, no attempt timeout). Durations are milliseconds,
 // fractional when not whole, so every value round-trips. Funcs, hooks, the
-// quota and the clock are code, not data, and are left out.
+// quota, the limiter and the clock are code or shared state, not data, and
+// are left out.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err

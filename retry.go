@@ -88,9 +88,12 @@ var ErrRejected = errors.New("value rejected")
 // which does no more than it must: the success path of Do is a handful of
 // nanoseconds, and setting up for retries would double it.
 func exec(ctx context.Context, p *Policy, op func(context.Context) error, opA func(context.Context, Attempt) error) error {
-	// OR-ing durations is negative when one of them is.
-	if opA != nil || p.Budget|p.AttemptTimeout != 0 || p.Observer != nil || p.Logger != nil ||
-		int64(p.MaxAttempts)|int64(p.CallTime|p.MaxRetryAfter) < 0 || p.RetryableStatusCodes != nil ||
+	// OR-ing durations is negative when one of them is; shifting that
+	// right by 63 gives all ones for a negative, 0 else, so one comparison
+	// tests a budget, a timeout and a negative field at once (a branch
+	// fewer pays for the Limiter's).
+	if opA != nil || uint64(p.Budget|p.AttemptTimeout)|uint64((int64(p.MaxAttempts)|int64(p.CallTime|p.MaxRetryAfter))>>63) != 0 ||
+		p.Observer != nil || p.Logger != nil || p.RetryableStatusCodes != nil || p.Limiter != nil ||
 		!p.Backoff.Valid() || ctx.Err() != nil {
 		return start(ctx, p, op, opA)
 	}
@@ -112,7 +115,7 @@ func start(ctx context.Context, p *Policy, op func(context.Context) error, opA f
 	}
 	if ctx.Err() != nil {
 		var r run
-		return r.stop(ctx, p, ErrCancelled, nil, time.Time{})
+		return r.stop(ctx, p, ErrCancelled, nil, time.Time{}, false)
 	}
 	return loop(ctx, p, op, opA, nil)
 }
@@ -131,7 +134,15 @@ func loop(ctx context.Context, p *Policy, op func(context.Context) error, opA fu
 	for {
 		err, class := failed, Unknown
 		if err == nil {
+			if p.Limiter != nil {
+				if err := r.admit(ctx, p, lastErr); err != nil {
+					return err
+				}
+			}
 			class, err = r.call(opCtx, p, op, opA, lastErr)
+			if p.Limiter != nil {
+				r.report(ctx, p, err)
+			}
 			if err == nil {
 				r.succeeded(ctx, p)
 				return nil
@@ -181,6 +192,7 @@ type run struct {
 	// DoAttempt). Reading it costs more than the rest of the success path.
 	timed            bool
 	start, callStart time.Time
+	admitted         time.Time // when Policy.Limiter let the attempt go
 }
 
 func (r *run) begin(p *Policy, timed bool) {
@@ -239,12 +251,12 @@ func (r *run) failed(ctx context.Context, p *Policy, err error, class Decision) 
 		if left <= 0 {
 			// Passed, even if the context's own timer has yet to fire: the
 			// error op saw may come from a server that noticed first.
-			return r.stop(ctx, p, ErrCancelled, err, now)
+			return r.stop(ctx, p, ErrCancelled, err, now, false)
 		}
 		deadline = now.Add(left)
 	}
 	if ctx.Err() != nil {
-		return r.stop(ctx, p, ErrCancelled, err, now)
+		return r.stop(ctx, p, ErrCancelled, err, now, false)
 	}
 	f := Failure{Err: err, Class: class, Attempt: r.attempt, PrevDelay: r.prev}
 	if r.timed || hasDeadline {
@@ -258,13 +270,15 @@ func (r *run) failed(ctx context.Context, p *Policy, err error, class Decision) 
 	v := p.Decide(&f)
 	r.prev = v.PrevDelay
 	if v.Stop != nil {
-		return r.stop(ctx, p, v.Stop, err, now)
+		return r.stop(ctx, p, v.Stop, err, now, false)
 	}
 	if r.timed {
 		r.observe(ctx, p, Event{Outcome: Retrying, Err: err, Delay: v.Delay}, now)
 	}
 	if serr := clock(p).Sleep(ctx, v.Delay); serr != nil {
-		return r.stop(ctx, p, ErrCancelled, err, now)
+		// The attempt was heard of as Retrying already: this event only
+		// tells why no other follows.
+		return r.stop(ctx, p, ErrCancelled, err, now, r.timed)
 	}
 	if r.timed {
 		r.callStart = now.Add(v.Delay)
@@ -272,7 +286,9 @@ func (r *run) failed(ctx context.Context, p *Policy, err error, class Decision) 
 	return nil
 }
 
-func (r *run) stop(ctx context.Context, p *Policy, reason error, err error, now time.Time) error {
+// stop ends the execution for reason; repeated says the last attempt's
+// Retrying event was heard already (see Event.Repeated).
+func (r *run) stop(ctx context.Context, p *Policy, reason error, err error, now time.Time, repeated bool) error {
 	e := &Error{Reason: reason, Attempts: r.attempt, Err: err}
 	if reason == ErrCancelled {
 		e.ctxErr, e.Cause = ctx.Err(), context.Cause(ctx)
@@ -280,7 +296,7 @@ func (r *run) stop(ctx context.Context, p *Policy, reason error, err error, now 
 			e.ctxErr, e.Cause = context.DeadlineExceeded, context.DeadlineExceeded
 		}
 	}
-	r.observe(ctx, p, Event{Outcome: GaveUp, Err: err, Reason: reason}, now)
+	r.observe(ctx, p, Event{Outcome: GaveUp, Err: err, Reason: reason, Repeated: repeated}, now)
 	return e
 }
 
@@ -291,7 +307,7 @@ func (r *run) observe(ctx context.Context, p *Policy, e Event, now time.Time) {
 	}
 	e.Name, e.Attempt, e.MaxAttempts = p.Name, r.attempt, p.Attempts()
 	if !now.IsZero() && r.attempt > 0 {
-		e.Duration, e.Elapsed = now.Sub(r.callStart), now.Sub(r.start)
+		e.Duration, e.Elapsed, e.Start = now.Sub(r.callStart), now.Sub(r.start), r.callStart
 	}
 	if p.Logger != nil {
 		logObserver{p.Logger}.Observe(ctx, e)

@@ -208,13 +208,15 @@ func TestDeadlineTooSoonForNextDelay(t *testing.T) {
 func TestObserverHearsEveryAttempt(t *testing.T) {
 	t.Parallel()
 	var got []string
+	var t0 time.Time
 	p, clock := setup(t, retry.Policy{
 		Name: "charge", MaxAttempts: 3, Budget: time.Minute, Backoff: fixedDelays(10 * time.Millisecond),
 		Observer: retry.ObserverFunc(func(_ context.Context, e retry.Event) {
-			got = append(got, fmt.Sprintf("%s %s %d/%d err=%v took=%v elapsed=%v delay=%v reason=%v",
-				e.Outcome, e.Name, e.Attempt, e.MaxAttempts, e.Err, e.Duration, e.Elapsed, e.Delay, e.Reason))
+			got = append(got, fmt.Sprintf("%s %s %d/%d err=%v start=%v took=%v elapsed=%v delay=%v reason=%v",
+				e.Outcome, e.Name, e.Attempt, e.MaxAttempts, e.Err, e.Start.Sub(t0), e.Duration, e.Elapsed, e.Delay, e.Reason))
 		}),
 	})
+	t0 = clock.Now()
 	calls := 0
 	op := func(context.Context) error {
 		calls++
@@ -229,13 +231,66 @@ func TestObserverHearsEveryAttempt(t *testing.T) {
 	}
 	_ = retry.Do(context.Background(), p, func(context.Context) error { return retry.Permanent(errFlaky) })
 	want := []string{
-		"retrying charge 1/3 err=flaky took=1ms elapsed=1ms delay=10ms reason=<nil>",
-		"retrying charge 2/3 err=flaky took=1ms elapsed=12ms delay=20ms reason=<nil>",
-		"succeeded charge 3/3 err=<nil> took=1ms elapsed=33ms delay=0s reason=<nil>",
-		"gave-up charge 1/3 err=flaky took=0s elapsed=0s delay=0s reason=error not retryable",
+		"retrying charge 1/3 err=flaky start=0s took=1ms elapsed=1ms delay=10ms reason=<nil>",
+		"retrying charge 2/3 err=flaky start=11ms took=1ms elapsed=12ms delay=20ms reason=<nil>",
+		"succeeded charge 3/3 err=<nil> start=32ms took=1ms elapsed=33ms delay=0s reason=<nil>",
+		"gave-up charge 1/3 err=flaky start=33ms took=0s elapsed=0s delay=0s reason=error not retryable",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("observer heard\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestObserverHearsCancelledWait: an execution cancelled during a wait
+// ends with a GaveUp event for the attempt already heard of as Retrying,
+// marked Repeated, so that counters of attempts count it once; a GaveUp of
+// its own attempt is not marked.
+func TestObserverHearsCancelledWait(t *testing.T) {
+	t.Parallel()
+	type heard struct {
+		outcome  retry.Outcome
+		attempt  int
+		reason   error
+		repeated bool
+	}
+	tests := []struct {
+		name string
+		// cancelAt is the attempt whose Retrying event cancels the caller's
+		// context, or whose call does when during is false.
+		cancelAt int
+		during   bool
+		want     []heard
+	}{
+		{"during the wait", 1, true, []heard{{retry.Retrying, 1, nil, false}, {retry.GaveUp, 1, retry.ErrCancelled, true}}},
+		{"during the attempt", 2, false, []heard{{retry.Retrying, 1, nil, false}, {retry.GaveUp, 2, retry.ErrCancelled, false}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var got []heard
+			p, _ := setup(t, retry.Policy{MaxAttempts: 3, Backoff: fixedDelays(time.Millisecond),
+				Observer: retry.ObserverFunc(func(_ context.Context, e retry.Event) {
+					got = append(got, heard{e.Outcome, e.Attempt, e.Reason, e.Repeated})
+					if tt.during && e.Attempt == tt.cancelAt {
+						cancel()
+					}
+				})})
+			calls := 0
+			err := retry.Do(ctx, p, func(context.Context) error {
+				if calls++; !tt.during && calls == tt.cancelAt {
+					cancel()
+				}
+				return errFlaky
+			})
+			if !errors.Is(err, retry.ErrCancelled) {
+				t.Errorf("Do = %v, want ErrCancelled", err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("observer heard %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -133,7 +133,9 @@ func (p *Policy) maxRetryAfter() time.Duration {
 // wait of Decide's: it returns nil when attempt n may begin at now, or why
 // not (ErrAttemptsExhausted, ErrBudgetExhausted). An executor that keeps
 // tasks for later (retryd, after a restart or a lost lease) asks it, since
-// attempts and time may have run out while the task waited.
+// attempts and time may have run out while the task waited. Admit says
+// whether; an executor with a Limiter then asks it when (Limiter.Reserve),
+// as Do does before every attempt.
 func (p *Policy) Admit(n int, start, now time.Time) error {
 	switch {
 	case n > p.Attempts():

@@ -4,13 +4,18 @@
 //
 //	c := client.New("http://127.0.0.1:8080", os.Getenv("RETRYD_TOKEN"))
 //	t, _, err := c.CreateTask(ctx, client.TaskRequest{
-//		TargetURL: "https://example.com/hook", PolicyID: "default-5",
+//		TargetURL: "https://example.com/hook", // no PolicyID: the "default" policy
 //		Body: `{"event":"paid"}`,
 //	})
 //
 // CreateTasks submits up to MaxBatch tasks in one request and one durable
 // commit, with a TaskResult per task; TaskRequest.NotBefore holds a task's
 // first attempt until a given time.
+//
+// For an operator: DeadLetterCauses groups the dead letters by why they
+// failed, RedriveTasks and CancelTasks (RedriveAll, CancelAll to the end)
+// act on every task a BulkFilter matches, and PreviewPolicy shows the
+// delays a policy makes before it is used.
 //
 // Errors the service answers are *Error values carrying the API's code, the
 // faulty field and the HTTP status; errors.Is matches them against

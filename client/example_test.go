@@ -47,3 +47,21 @@ func ExampleClient_CreateTasks() {
 		fmt.Println(i, r.Status, r.Created(), r.Err())
 	}
 }
+
+// Redrive every dead letter that failed on a 503 from one host, however
+// many there are: RedriveAll repeats the bulk call until none is left.
+func ExampleClient_RedriveAll() {
+	ctx := context.Background()
+	c := client.New("http://127.0.0.1:8080", "")
+	causes, err := c.DeadLetterCauses(ctx, "")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, g := range causes.Items {
+		fmt.Printf("%6d  %s  e.g. %s\n", g.Count, g.Cause, g.Example)
+	}
+	n, err := c.RedriveAll(ctx, client.BulkFilter{TargetHost: "api.example.com", Cause: "HTTP 503"},
+		func(done int) { fmt.Println("redriven so far:", done) })
+	fmt.Println("redriven:", n, err)
+}

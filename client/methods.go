@@ -10,8 +10,11 @@ import (
 
 // PutPolicy registers p. created is true when it is new, false when p.ID
 // was registered with the same settings already; other settings are an
-// *Error matching ErrConflict (policies are immutable).
+// *Error matching ErrConflict (policies are immutable). p.Builtin is not
+// sent. Registering BuiltinPolicyID gives the tenant its own "default",
+// which tasks naming no policy follow from then on.
 func (c *Client) PutPolicy(ctx context.Context, p Policy) (stored *Policy, created bool, err error) {
+	p.Builtin = false
 	stored = new(Policy)
 	status, err := c.do(ctx, http.MethodPost, "/retry-policies", nil, p, stored)
 	if err != nil {
@@ -20,7 +23,8 @@ func (c *Client) PutPolicy(ctx context.Context, p Policy) (stored *Policy, creat
 	return stored, status == http.StatusCreated, nil
 }
 
-// GetPolicy returns one policy.
+// GetPolicy returns one policy. GetPolicy(ctx, BuiltinPolicyID) answers the
+// built-in policy (Builtin set) while the tenant has no "default" of its own.
 func (c *Client) GetPolicy(ctx context.Context, id string) (*Policy, error) {
 	p := new(Policy)
 	if _, err := c.do(ctx, http.MethodGet, "/retry-policies/"+url.PathEscape(id), nil, nil, p); err != nil {
@@ -29,7 +33,9 @@ func (c *Client) GetPolicy(ctx context.Context, id string) (*Policy, error) {
 	return p, nil
 }
 
-// ListPolicies returns a page of policies, by ID.
+// ListPolicies returns a page of policies, by ID. While the tenant has no
+// "default" of its own, the built-in one is listed in its place (Builtin
+// set).
 func (c *Client) ListPolicies(ctx context.Context, o ListOptions) (*Page[Policy], error) {
 	page := new(Page[Policy])
 	if _, err := c.do(ctx, http.MethodGet, "/retry-policies", listQuery(o), nil, page); err != nil {
@@ -84,8 +90,9 @@ func (c *Client) GetTask(ctx context.Context, id string) (*Task, error) {
 	return c.task(ctx, http.MethodGet, taskPath(id, ""))
 }
 
-// CancelTask cancels a PENDING task and returns it; a task in another state
-// is an *Error matching ErrConflict.
+// CancelTask cancels a PENDING task, or dismisses a dead letter (EXHAUSTED
+// or FAILED), and returns it; a task in another state is an *Error
+// matching ErrConflict.
 func (c *Client) CancelTask(ctx context.Context, id string) (*Task, error) {
 	return c.task(ctx, http.MethodDelete, taskPath(id, ""))
 }
@@ -115,8 +122,11 @@ func (c *Client) ListTasks(ctx context.Context, q TaskQuery) (*Page[Task], error
 		}
 		v.Set("status", strings.Join(s, ","))
 	}
-	if q.PolicyID != "" {
-		v.Set("policyId", q.PolicyID)
+	for name, value := range map[string]string{"policyId": q.PolicyID, "targetHost": q.TargetHost,
+		"idempotencyKey": q.IdempotencyKey, "cause": q.Cause} {
+		if value != "" {
+			v.Set(name, value)
+		}
 	}
 	return c.tasks(ctx, "/retry-tasks", v)
 }

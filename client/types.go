@@ -57,7 +57,20 @@ const (
 type Policy struct {
 	ID       string
 	Settings retry.Policy
+	// Builtin is set on the service's own "default" policy, which a tenant
+	// has until it registers a policy of that ID itself. It is reported,
+	// never sent: PutPolicy leaves it out.
+	Builtin bool
+	// HostLimiter is the policy's hostLimiter, the API's HostLimiter
+	// object as JSON: {"enabled":false} keeps the policy's tasks from ever
+	// being held back by their target host's limiter; retry.LimiterConfig's
+	// fields ({"floor":5,"ceiling":500}) give them limiters of those
+	// settings. nil: retryd's own limiter of each host.
+	HostLimiter json.RawMessage
 }
+
+// BuiltinPolicyID is the ID of the policy a task naming none follows.
+const BuiltinPolicyID = "default"
 
 // MarshalJSON encodes p as the API's RetryPolicy.
 func (p Policy) MarshalJSON() ([]byte, error) {
@@ -69,6 +82,13 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"policyId":`)
 	b.Write(id)
+	if p.Builtin {
+		b.WriteString(`,"builtin":true`)
+	}
+	if p.HostLimiter != nil {
+		b.WriteString(`,"hostLimiter":`)
+		b.Write(p.HostLimiter)
+	}
 	b.WriteByte(',')
 	b.Write(spec[1:])
 	return b.Bytes(), nil
@@ -91,6 +111,18 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 		}
 		delete(m, "policyId")
 	}
+	if raw, ok := m["builtin"]; ok {
+		if err := json.Unmarshal(raw, &q.Builtin); err != nil {
+			return fmt.Errorf("retry policy: builtin: %w", err)
+		}
+		delete(m, "builtin")
+	}
+	if raw, ok := m["hostLimiter"]; ok {
+		if string(raw) != "null" {
+			q.HostLimiter = raw
+		}
+		delete(m, "hostLimiter")
+	}
 	rest, _ := json.Marshal(m)
 	if err := json.Unmarshal(rest, &q.Settings); err != nil {
 		return err
@@ -99,7 +131,9 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// TaskRequest asks for a retry task. TargetURL and PolicyID are required;
+// TaskRequest asks for a retry task. TargetURL is required; an empty
+// PolicyID means the policy "default": the tenant's own, if it registered
+// one under that ID, else the service's built-in (see BuiltinPolicyID).
 // Method defaults to POST; give Body (text), BodyBase64 (bytes) or BodyRef,
 // one at most. An empty IdempotencyKey makes the service generate one.
 //
@@ -124,7 +158,7 @@ type TaskRequest struct {
 	Body           string            `json:"body,omitempty"`
 	BodyBase64     []byte            `json:"bodyBase64,omitempty"`
 	BodyRef        string            `json:"bodyRef,omitempty"`
-	PolicyID       string            `json:"policyId"`
+	PolicyID       string            `json:"policyId,omitempty"`
 	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
 	NotBefore      Millis            `json:"notBefore,omitempty"`
 }
@@ -176,6 +210,10 @@ type Task struct {
 	FinishedAt         Millis            `json:"finishedAt,omitempty"`         // 0 until terminal
 	LastError          string            `json:"lastError,omitempty"`          // why the last attempt failed
 	LastResponseStatus int               `json:"lastResponseStatus,omitempty"` // 0 when none
+	// Cause groups a dead letter (EXHAUSTED or FAILED) with others that
+	// failed alike: "HTTP 503", "timeout", "connection refused", … (see
+	// Client.DeadLetterCauses); empty for a task in another state.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Attempt is one entry of a task's attempt log.
@@ -204,10 +242,19 @@ type ListOptions struct {
 	Limit     int
 }
 
-// TaskQuery filters ListTasks: tasks in any of Statuses (all when empty) of
-// PolicyID (all when empty).
+// TaskQuery filters ListTasks: tasks in any of Statuses (all when empty),
+// and, for each other field that is not empty, of that PolicyID, whose
+// target's host (host[:port] as in the URL, any case) is TargetHost, with
+// that IdempotencyKey, and whose Cause is Cause (dead letters only).
+//
+// With Cause, the service filters as it reads pages of the store, and a
+// page may hold fewer than Limit tasks, or none, and still have a
+// NextPageToken: go on until it is empty.
 type TaskQuery struct {
-	Statuses []Status
-	PolicyID string
+	Statuses       []Status
+	PolicyID       string
+	TargetHost     string
+	IdempotencyKey string
+	Cause          string
 	ListOptions
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
@@ -27,7 +28,7 @@ type Handler func(ctx context.Context, r *kgo.Record) error
 // zero value of every other field means its default.
 type Config struct {
 	Topic   string  // the main topic T
-	Group   string  // the main consumer group; the retry consumer's is Group+"-retry"
+	Group   string  // the main consumer group; the retry consumer's is Group+"-retry" (NamingSpring: one per retry topic, Group+"-retry-0", …)
 	Handler Handler // required
 
 	// Policy says which errors are retried, how many attempts in all
@@ -76,6 +77,64 @@ type Config struct {
 	// Registerer receives the Processor's metrics; nil means they are kept
 	// but not registered.
 	Registerer prometheus.Registerer
+	// Propagator reads the trace context a record carries in its headers
+	// into the ctx of the Handler and of Policy.Observer (see "Tracing" in
+	// the package doc); nil means DefaultPropagator, W3C Trace Context and
+	// Baggage. Give otel.GetTextMapPropagator() to use the application's
+	// global one instead.
+	Propagator propagation.TextMapPropagator
+	// TracerProvider starts the span of each handling (SpanName); nil means
+	// the global one, otel.GetTracerProvider(), which records nothing until
+	// the application sets one.
+	TracerProvider trace.TracerProvider
+
+	// Transactions says whether a forward and the commit of its source's
+	// offset are one Kafka transaction (see "Delivery" in the package doc):
+	// TxnAuto, the default, uses one when every broker supports KIP-447
+	// (Kafka 2.5+), TxnOn requires it, TxnOff never uses one.
+	Transactions TxnMode
+	// TransactionalID prefixes the transactional IDs of the two consumers
+	// (ID+"-main", ID+"-retry"). Give each instance its own stable ID (the
+	// pod's or host's name): a restarted instance then fences its
+	// predecessor and aborts the transaction it left open at once. "" means
+	// Group plus a random suffix per Run, and a transaction left open by a
+	// killed consumer holds its partitions until TransactionTimeout ends it.
+	TransactionalID string
+	// TransactionTimeout is how long the brokers let a transaction stay
+	// open before aborting it (kgo.TransactionTimeout); 0 means franz-go's
+	// 40s. It must exceed the time to handle MaxPollRecords records.
+	TransactionTimeout time.Duration
+	// CommitInterval, without transactions, is the longest a handled
+	// record waits for its offset to be committed; a forwarded record's
+	// offset is committed at once. 0 means DefaultCommitInterval.
+	CommitInterval time.Duration
+
+	// SessionTimeout, HeartbeatInterval and RebalanceTimeout are the
+	// consumer groups' (kgo.SessionTimeout, …); 0 means franz-go's: 45s,
+	// 3s and 60s. The session timeout is how long a consumer that died
+	// without leaving the group (kill -9, a lost host) keeps its partitions
+	// before the group gives them to another; see "Takeover" in the package
+	// doc. The broker bounds it (group.min.session.timeout.ms, 6s by
+	// default).
+	SessionTimeout, HeartbeatInterval, RebalanceTimeout time.Duration
+
+	// Naming chooses the topic names and headers: NamingDefault, or
+	// NamingSpring to share retry topics with Spring Kafka consumers (see
+	// "Sharing topics with Spring Kafka" in the package doc).
+	Naming Naming
+	// RetrySuffix and DLQSuffix name the retry and dead-letter topics:
+	// T+RetrySuffix (with tiers T+RetrySuffix+"-k") and T+DLQSuffix. ""
+	// means "-retry" and "-dlq", or "-retry" and "-dlt" with NamingSpring.
+	RetrySuffix, DLQSuffix string
+	// DeadLetterTopic, when set, chooses the dead-letter topic of a record
+	// from its final error, as Spring's DLT resolver does; "" means the
+	// default T+DLQSuffix. The topics it may return and that Run should
+	// create go in DeadLetterTopics.
+	DeadLetterTopic func(err error) string
+	// DeadLetterTopics are the topics, besides the default dead-letter
+	// topic, that DeadLetterTopic may return; Run creates those missing.
+	DeadLetterTopics []string
+
 	// Logger logs bad headers (Warn) and Kafka trouble and, unless
 	// Policy.Logger logs them already, dead letters (Warn) and retries
 	// (Debug); nil means Policy.Logger, then slog.Default().
@@ -86,6 +145,20 @@ type Config struct {
 const (
 	DefaultMaxHold        = 24 * time.Hour
 	DefaultMaxPollRecords = 100
+	DefaultCommitInterval = 100 * time.Millisecond
+)
+
+// TxnMode says whether forwards are transactional; see Config.Transactions.
+type TxnMode int
+
+// The transaction modes. The zero value is TxnAuto.
+const (
+	// TxnAuto uses transactions when every broker supports KIP-447.
+	TxnAuto TxnMode = iota
+	// TxnOn always uses transactions: Run fails on brokers without them.
+	TxnOn
+	// TxnOff never uses transactions.
+	TxnOff
 )
 
 // DefaultProducePolicy returns the pacing of refused forwards: exponential
@@ -100,29 +173,15 @@ func DefaultProducePolicy() retry.Policy {
 	}
 }
 
-// RetryTopic returns the name of topic's retry topic: T-retry for tier 0,
-// T-retry-k for tier k ≥ 1.
+// RetryTopic returns the name of topic's retry topic with the default
+// naming: T-retry for tier 0, T-retry-k for tier k ≥ 1.
 func RetryTopic(topic string, tier int) string {
-	if tier <= 0 {
-		return topic + "-retry"
-	}
-	return topic + "-retry-" + strconv.Itoa(tier)
+	return names{}.retryTopic(topic, tier)
 }
 
-// DLQTopic returns the name of topic's dead-letter topic, T-dlq.
-func DLQTopic(topic string) string { return topic + "-dlq" }
-
-// retryTopics lists the retry topics for tiers tiers (0: no tiers).
-func retryTopics(topic string, tiers int) []string {
-	if tiers == 0 {
-		return []string{RetryTopic(topic, 0)}
-	}
-	ts := make([]string, tiers)
-	for i := range ts {
-		ts[i] = RetryTopic(topic, i+1)
-	}
-	return ts
-}
+// DLQTopic returns the name of topic's dead-letter topic with the default
+// naming, T-dlq.
+func DLQTopic(topic string) string { return names{}.dlqTopic(topic) }
 
 // tierTopic returns the retry topic, among topics as retryTopics lists
 // them, of a record whose attempt n failed: tier n, or the last tier.
@@ -151,6 +210,18 @@ func (c *Config) validate() error {
 	}
 	if c.Partitions < 0 || c.ReplicationFactor < 0 || c.MaxHold < 0 || c.MaxPollRecords < 0 {
 		errs = append(errs, errors.New("partitions, replication factor, max hold and max poll records must not be negative"))
+	}
+	if c.TransactionTimeout < 0 || c.CommitInterval < 0 || c.SessionTimeout < 0 || c.HeartbeatInterval < 0 || c.RebalanceTimeout < 0 {
+		errs = append(errs, errors.New("transaction timeout, commit interval, session timeout, heartbeat interval and rebalance timeout must not be negative"))
+	}
+	if c.Transactions < TxnAuto || c.Transactions > TxnOff {
+		errs = append(errs, fmt.Errorf("transactions %d: want TxnAuto, TxnOn or TxnOff", c.Transactions))
+	}
+	if c.Naming < NamingDefault || c.Naming > NamingSpring {
+		errs = append(errs, fmt.Errorf("naming %d: want NamingDefault or NamingSpring", c.Naming))
+	}
+	if n := c.names(); n.retryTopic(c.Topic, 0) == n.dlqTopic(c.Topic) {
+		errs = append(errs, fmt.Errorf("retry and dead-letter topics are both %q", n.dlqTopic(c.Topic)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kafkaretry: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/kafkaretry"
 )
 
@@ -26,6 +27,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{name: "bad policy", cfg: kafkaretry.Config{Topic: "t", Group: "g", Handler: ok, Policy: retry.Policy{MaxAttempts: -1}}, want: []string{"maxAttempts"}},
 		{name: "bad tier", cfg: kafkaretry.Config{Topic: "t", Group: "g", Handler: ok, Tiers: []time.Duration{time.Second, 0}}, want: []string{"tiers[1]"}},
 		{name: "negative hold", cfg: kafkaretry.Config{Topic: "t", Group: "g", Handler: ok, MaxHold: -time.Second}, want: []string{"must not be negative"}},
+		{name: "negative session timeout", cfg: kafkaretry.Config{Topic: "t", Group: "g", Handler: ok, SessionTimeout: -time.Second}, want: []string{"session timeout"}},
+		{name: "bad modes", cfg: kafkaretry.Config{Topic: "t", Group: "g", Handler: ok, Transactions: 7, Naming: 9}, want: []string{"transactions 7", "naming 9"}},
+		{name: "one suffix", cfg: kafkaretry.Config{Topic: "t", Group: "g", Handler: ok, RetrySuffix: "-x", DLQSuffix: "-x"}, want: []string{`both "t-x"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +78,10 @@ func TestTopicsCreated(t *testing.T) {
 		{name: "main topic missing, count given", cfg: kafkaretry.Config{Partitions: 2},
 			want: map[string]int{"orders": 2, "orders-retry": 2, "orders-dlq": 2}},
 		{name: "main topic missing", wantErr: "orders does not exist"},
+		{name: "Spring naming", seedPartitions: 2, cfg: kafkaretry.Config{Naming: kafkaretry.NamingSpring, Tiers: []time.Duration{time.Second, time.Minute}},
+			want: map[string]int{"orders-retry-0": 2, "orders-retry-1": 2, "orders-dlt": 2}},
+		{name: "suffixes and routed DLQs", seedPartitions: 1, cfg: kafkaretry.Config{RetrySuffix: ".retry", DLQSuffix: ".dead", DeadLetterTopics: []string{"orders.invalid"}},
+			want: map[string]int{"orders.retry": 1, "orders.dead": 1, "orders.invalid": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,5 +121,67 @@ func TestTopicsCreated(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTransactionsByDefault checks that the default, TxnAuto, forwards
+// within transactions on brokers that support them (kfake does): the retry
+// topic holds a commit marker after the copy, which TxnOff does not write.
+func TestTransactionsByDefault(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		txn  kafkaretry.TxnMode
+		end  int64 // the retry topic's end offset after one copy
+	}{
+		{"auto", kafkaretry.TxnAuto, 2},
+		{"off", kafkaretry.TxnOff, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, 1)
+			e.run(t, kafkaretry.Config{Transactions: tt.txn, Policy: retry.Policy{MaxAttempts: 2, Backoff: backoff.Policy{Base: time.Hour}},
+				Handler: func(context.Context, *kgo.Record) error { return errFlaky }})
+			e.produce(t, rec("a", 0))
+			retryTopic := kafkaretry.RetryTopic(topic, 0)
+			waitFor(t, "the copy", func() bool { return len(e.records(t, retryTopic)) == 1 })
+			ends, err := kadm.NewClient(e.client(t)).ListEndOffsets(t.Context(), retryTopic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, _ := ends.Lookup(retryTopic, 0); o.Offset != tt.end {
+				t.Errorf("end offset %d, want %d", o.Offset, tt.end)
+			}
+		})
+	}
+}
+
+func TestTopicNames(t *testing.T) {
+	t.Parallel()
+	ok := func(context.Context, *kgo.Record) error { return nil }
+	tiers := []time.Duration{time.Second, time.Minute}
+	tests := []struct {
+		name      string
+		cfg       kafkaretry.Config
+		wantRetry []string
+		wantDLQ   string
+	}{
+		{"default", kafkaretry.Config{}, []string{"orders-retry"}, "orders-dlq"},
+		{"default tiers", kafkaretry.Config{Tiers: tiers}, []string{"orders-retry-1", "orders-retry-2"}, "orders-dlq"},
+		{"Spring", kafkaretry.Config{Naming: kafkaretry.NamingSpring}, []string{"orders-retry"}, "orders-dlt"},
+		{"Spring tiers", kafkaretry.Config{Naming: kafkaretry.NamingSpring, Tiers: tiers}, []string{"orders-retry-0", "orders-retry-1"}, "orders-dlt"},
+		{"suffixes", kafkaretry.Config{RetrySuffix: ".RETRY", DLQSuffix: ".DLT", Tiers: tiers}, []string{"orders.RETRY-1", "orders.RETRY-2"}, "orders.DLT"},
+	}
+	for _, tt := range tests {
+		cfg := tt.cfg
+		cfg.Topic, cfg.Group, cfg.Handler = topic, group, ok
+		p, err := kafkaretry.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retryTopics, dlq := p.Topics()
+		if strings.Join(retryTopics, ",") != strings.Join(tt.wantRetry, ",") || dlq != tt.wantDLQ {
+			t.Errorf("%s: %v and %s, want %v and %s", tt.name, retryTopics, dlq, tt.wantRetry, tt.wantDLQ)
+		}
 	}
 }

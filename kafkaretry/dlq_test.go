@@ -1,6 +1,7 @@
 package kafkaretry_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,5 +109,43 @@ func TestDeadLetter(t *testing.T) {
 				t.Errorf("retried_total = %v, want %v", got, tt.wantRetried)
 			}
 		})
+	}
+}
+
+// TestDeadLetterRouting sends declined cards to a dead-letter topic of
+// their own, chosen from the final error as Spring's DLT resolver would,
+// and the rest to the default one; the error's Code() is its type in
+// x-last-error-type.
+func TestDeadLetterRouting(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 1)
+	declinedTopic := topic + "-declined"
+	e.run(t, kafkaretry.Config{
+		Policy:           retry.Policy{MaxAttempts: 1},
+		DeadLetterTopics: []string{declinedTopic},
+		DeadLetterTopic: func(err error) string {
+			if errors.As(err, new(declined)) {
+				return declinedTopic
+			}
+			return "" // the default
+		},
+		Handler: func(_ context.Context, r *kgo.Record) error {
+			if string(r.Key) == "card" {
+				return fmt.Errorf("charging: %w", declined{})
+			}
+			return errFlaky
+		},
+	})
+	e.produce(t, rec("card", 0), rec("other", 0))
+	waitFor(t, "both dead-lettered", func() bool {
+		return len(e.records(t, declinedTopic)) == 1 && len(e.records(t, kafkaretry.DLQTopic(topic))) == 1
+	})
+	d := e.records(t, declinedTopic)[0]
+	if string(d.Key) != "card" || header(d, kafkaretry.HeaderLastErrorType) != "com.acme.CardDeclinedException" {
+		t.Errorf("%s holds %s with x-last-error-type %q, want card with the error's Code()", declinedTopic, d.Key, header(d, kafkaretry.HeaderLastErrorType))
+	}
+	o := e.records(t, kafkaretry.DLQTopic(topic))[0]
+	if string(o.Key) != "other" || header(o, kafkaretry.HeaderLastErrorType) != "*errors.errorString" {
+		t.Errorf("the DLQ holds %s with x-last-error-type %q, want other with its Go type", o.Key, header(o, kafkaretry.HeaderLastErrorType))
 	}
 }

@@ -36,9 +36,26 @@ func (e *HTTPError) HTTPStatusCode() int { return e.StatusCode }
 // ResponseBody returns Body.
 func (e *HTTPError) ResponseBody() []byte { return e.Body }
 
-// errorType names the innermost error of err's chain of single Unwraps: the
-// type that says what went wrong, not the fmt or retry wrappers around it.
+// Coder is an error with a class of its own, portable across languages and
+// versions: "PAYMENT_DECLINED", "com.acme.LedgerClosed". x-last-error-type
+// (and Spring's kafka_dlt-exception-fqcn) carries Code() when an error in
+// the chain has one, so that consumers in other languages, dashboards and
+// Replay's ErrorType filter need not know Go's type names.
+type Coder interface {
+	Code() string
+}
+
+// errorType is the class of err: the Code() of the first error in its chain
+// that has a non-empty one, else the Go type of the innermost error of its
+// chain of single Unwraps, the type that says what went wrong, not the fmt
+// or retry wrappers around it.
 func errorType(err error) string {
+	var c Coder
+	if errors.As(err, &c) {
+		if code := c.Code(); code != "" {
+			return code
+		}
+	}
 	for {
 		next := errors.Unwrap(err)
 		if next == nil {

@@ -3,6 +3,7 @@ package kafkaretry
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,23 +46,30 @@ func (p *Processor) admit(r *kgo.Record, now time.Time) item {
 // topic or the DLQ and waits until Kafka has it. It returns an error only
 // when ctx ended first: the record is then not done, and nothing hears of
 // the attempt, which will be made again.
-func (p *Processor) handle(ctx context.Context, cl *kgo.Client, it item) error {
+//
+// The Handler, the observers and the forward get ctx with the record's trace
+// context and the span of this handling (see startSpan).
+func (p *Processor) handle(ctx context.Context, l *loop, it item) (forwarded bool, _ error) {
 	start := p.clock.Now()
 	if it.observe {
 		p.m.delayAccuracy.Observe(start.Sub(it.st.ProcessAfter).Seconds())
 	}
+	ctx, span := p.startSpan(ctx, it)
 	herr, class := p.call(ctx, it.rec)
 	if herr != nil && ctx.Err() != nil {
-		return ctx.Err()
+		endSpanUnsettled(ctx, span, ctx.Err())
+		return false, ctx.Err()
 	}
 	fwd, e := p.settle(it, herr, class, start)
 	if fwd != nil {
-		if err := p.forward(ctx, cl, fwd); err != nil {
-			return err
+		if err := l.forward(ctx, fwd); err != nil {
+			endSpanUnsettled(ctx, span, err)
+			return false, err
 		}
 	}
 	p.observe(ctx, it.rec, fwd, e)
-	return nil
+	endSpan(span, fwd, e)
+	return fwd != nil, nil
 }
 
 // call runs the Handler on r, within Policy.AttemptTimeout when there is
@@ -89,7 +97,9 @@ func (p *Processor) call(ctx context.Context, r *kgo.Record) (herr error, class 
 // safe in Kafka: a forward that fails is no retry.
 func (p *Processor) settle(it item, herr error, class retry.Decision, start time.Time) (fwd *kgo.Record, e retry.Event) {
 	st := it.st
-	e.Attempt = st.Attempt + 1
+	// The event is heard only once the forward is acknowledged: Start lets
+	// an observer (retryotel's spans) place the attempt when it ran.
+	e.Attempt, e.Start = st.Attempt+1, start
 	first := st.FirstAttempt
 	if st.Attempt == 0 && first.IsZero() {
 		first = start
@@ -118,7 +128,7 @@ func (p *Processor) settle(it item, herr error, class retry.Decision, start time
 	} else {
 		e.Outcome, e.Delay = retry.Retrying, v.Delay
 	}
-	return &kgo.Record{Topic: to, Key: it.rec.Key, Value: it.rec.Value, Headers: withState(it.rec, &st)}, e
+	return &kgo.Record{Topic: to, Key: it.rec.Key, Value: it.rec.Value, Headers: withState(it.rec, &st, p.spring)}, e
 }
 
 // describe records attempt n's failure in st: the last error, the HTTP
@@ -154,7 +164,7 @@ func (p *Processor) judge(st *State, herr error, class retry.Decision, n int, no
 	if v.Stop != nil {
 		st.DLQReason = v.Stop.Error()
 		st.ProcessAfter, st.PrevDelay = time.Time{}, 0
-		return p.dlq, v
+		return p.deadLetterTopic(herr), v
 	}
 	// x-process-after is in whole milliseconds: rounded up, the record is
 	// never handled before its delay is over.
@@ -172,14 +182,29 @@ func ceilMillis(t time.Time) time.Time {
 
 // forward produces r and waits for the brokers' acknowledgement, trying again
 // with ProducePolicy's backoff while Kafka refuses it. It returns an error
-// only when ctx ended or ProducePolicy gave up.
+// only when ctx ended or ProducePolicy gave up. ctx carries the handling's
+// span, so a producer hook that traces (kotel) makes its span a child of it.
 func (p *Processor) forward(ctx context.Context, cl *kgo.Client, r *kgo.Record) error {
 	return retry.Do(ctx, p.produce, func(ctx context.Context) error {
 		attempt := *r // a fresh record: a failed produce leaves fields set in the old one
+		// and fresh headers: a producer hook may rewrite them (kotel injects
+		// its publish span), and each try starts from the record's own.
+		attempt.Headers = slices.Clone(r.Headers)
 		err := cl.ProduceSync(ctx, &attempt).FirstErr()
 		if err != nil && ctx.Err() == nil {
 			p.log.Warn("kafkaretry: forward refused; nothing committed, trying again", "topic", r.Topic, "error", err)
 		}
 		return err
 	})
+}
+
+// deadLetterTopic is where a record whose last attempt failed with err goes:
+// Config.DeadLetterTopic's choice, else the default dead-letter topic.
+func (p *Processor) deadLetterTopic(err error) string {
+	if f := p.cfg.DeadLetterTopic; f != nil {
+		if t := f(err); t != "" {
+			return t
+		}
+	}
+	return p.dlq
 }

@@ -100,17 +100,30 @@ func TestRestartMidRetry(t *testing.T) {
 		}
 		return forwarded == n && metric(t, regA, "kafkaretry_held_records") > 0
 	})
-	if got := len(j.all()); got != n {
-		t.Fatalf("%d calls before the first processor stopped, want %d: the delay is too short for this machine", got, n)
+	// Calls from the main topic may repeat (an aborted transaction runs
+	// its records again); none from the retry topic may have come yet.
+	for _, c := range j.all() {
+		if c.topic != topic {
+			t.Fatalf("%s retried before the first processor stopped: the delay is too short for this machine", c.id)
+		}
 	}
 	stopA()
 
 	cfgB := cfg
 	cfgB.Registerer = prometheus.NewRegistry()
 	e.run(t, cfgB)
+	retries := func(id string) []call {
+		var cs []call
+		for _, c := range j.of(id) {
+			if c.topic != topic {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
 	waitFor(t, "every record retried", func() bool {
 		for i := range n {
-			if len(j.of("id-"+strconv.Itoa(i))) < 2 {
+			if len(retries("id-"+strconv.Itoa(i))) == 0 {
 				return false
 			}
 		}
@@ -119,12 +132,15 @@ func TestRestartMidRetry(t *testing.T) {
 	for i := range n {
 		id := "id-" + strconv.Itoa(i)
 		calls := j.of(id)
-		if calls[0].topic != topic || len(calls) != 2 {
-			t.Errorf("%s: %d calls, first from %s; want 2, the first from %s", id, len(calls), calls[0].topic, topic)
-			continue
+		rs := retries(id)
+		if calls[0].topic != topic {
+			t.Errorf("%s: first call from %s, want %s", id, calls[0].topic, topic)
 		}
-		if due := processAfter(t, calls[1].rec); calls[1].at.Before(due) {
-			t.Errorf("%s retried at %v, before its x-process-after %v", id, calls[1].at, due)
+		// A handler may run again after an aborted transaction, never early.
+		for _, r := range rs {
+			if due := processAfter(t, r.rec); r.at.Before(due) {
+				t.Errorf("%s retried at %v, before its x-process-after %v", id, r.at, due)
+			}
 		}
 	}
 }

@@ -32,6 +32,7 @@ func TestProduceFailureCommitsNothing(t *testing.T) {
 
 	j := newJournal()
 	e.run(t, kafkaretry.Config{
+		Transactions:  kafkaretry.TxnOff, // TestProduceFailureAbortsTheTransaction has them
 		Policy:        retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Jitter: backoff.NoJitter}},
 		ProducePolicy: retry.Policy{MaxAttempts: math.MaxInt, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 50 * time.Millisecond, Jitter: backoff.NoJitter}},
 		Handler: j.handler(func(c call) error {
@@ -102,32 +103,78 @@ func refuseProduces(t *testing.T, e *env, topic string) (failing *atomic.Bool, r
 	return failing, refused
 }
 
-// TestProducePolicyGivesUp checks that when ProducePolicy stops retrying a
-// refused forward, Run returns the error and commits nothing.
-func TestProducePolicyGivesUp(t *testing.T) {
+// TestProduceFailureAbortsTheTransaction is TestProduceFailureCommitsNothing
+// with transactions: a refused forward aborts the transaction, so the
+// record is handled again (after ProducePolicy's delay) rather than its
+// forward retried in place, nothing is committed meanwhile, and once the
+// refusals end the retry topic holds one committed copy.
+func TestProduceFailureAbortsTheTransaction(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 1)
-	failing, refused := refuseProduces(t, e, kafkaretry.DLQTopic(topic))
+	retryTopic := kafkaretry.RetryTopic(topic, 0)
+	failing, refused := refuseProduces(t, e, retryTopic)
 	failing.Store(true)
-	p, err := kafkaretry.New(kafkaretry.Config{
-		Topic: topic, Group: group, ClientOpts: e.opts, Logger: slogT(t),
-		ProducePolicy: retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Jitter: backoff.NoJitter}},
-		Handler:       func(context.Context, *kgo.Record) error { return retry.Permanent(errFlaky) },
+
+	j := newJournal()
+	e.run(t, kafkaretry.Config{
+		Transactions:  kafkaretry.TxnOn,
+		Policy:        retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Jitter: backoff.NoJitter}},
+		ProducePolicy: retry.Policy{MaxAttempts: math.MaxInt, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 50 * time.Millisecond, Jitter: backoff.NoJitter}},
+		Handler: j.handler(func(c call) error {
+			if c.topic == topic {
+				return errFlaky
+			}
+			return nil
+		}),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	e.produce(t, rec("a", 0))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	err = p.Run(ctx)
-	if !errors.Is(err, kerr.PolicyViolation) || !errors.Is(err, retry.ErrAttemptsExhausted) {
-		t.Errorf("Run: %v, want the refusal after the forward's attempts ran out", err)
-	}
-	if got := refused.Load(); got != 3 {
-		t.Errorf("%d forwards refused, want 3", got)
-	}
+	waitFor(t, "three refused forwards", func() bool { return refused.Load() >= 3 })
 	if got := e.committed(t, group, topic); len(got) != 0 {
-		t.Errorf("committed %v, want nothing", got)
+		t.Errorf("committed %v while the forward was refused, want nothing", got)
+	}
+	failing.Store(false)
+	waitFor(t, "the retry", func() bool {
+		cs := j.of("a")
+		return len(cs) > 0 && cs[len(cs)-1].topic == retryTopic
+	})
+	waitFor(t, "the commit", func() bool { return e.committed(t, group, topic)[0] == 1 })
+	if got := len(e.records(t, retryTopic)); got != 1 {
+		t.Errorf("retry topic has %d committed records, want the record forwarded once", got)
+	}
+}
+
+// TestProducePolicyGivesUp checks that when ProducePolicy stops retrying a
+// refused forward, Run returns the error and commits nothing, with and
+// without transactions.
+func TestProducePolicyGivesUp(t *testing.T) {
+	t.Parallel()
+	for _, txn := range []kafkaretry.TxnMode{kafkaretry.TxnOff, kafkaretry.TxnOn} {
+		t.Run(map[kafkaretry.TxnMode]string{kafkaretry.TxnOff: "no transactions", kafkaretry.TxnOn: "transactions"}[txn], func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, 1)
+			failing, refused := refuseProduces(t, e, kafkaretry.DLQTopic(topic))
+			failing.Store(true)
+			p, err := kafkaretry.New(kafkaretry.Config{
+				Topic: topic, Group: group, ClientOpts: e.opts, Logger: slogT(t), Transactions: txn,
+				ProducePolicy: retry.Policy{MaxAttempts: 3, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: 10 * time.Millisecond, Jitter: backoff.NoJitter}},
+				Handler:       func(context.Context, *kgo.Record) error { return retry.Permanent(errFlaky) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.produce(t, rec("a", 0))
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			err = p.Run(ctx)
+			if !errors.Is(err, kerr.PolicyViolation) || !errors.Is(err, retry.ErrAttemptsExhausted) {
+				t.Errorf("Run: %v, want the refusal after the forward's attempts ran out", err)
+			}
+			if got := refused.Load(); got != 3 {
+				t.Errorf("%d forwards refused, want 3", got)
+			}
+			if got := e.committed(t, group, topic); len(got) != 0 {
+				t.Errorf("committed %v, want nothing", got)
+			}
+		})
 	}
 }

@@ -41,6 +41,13 @@ type ReplayOptions struct {
 	ErrorType string
 	// DryRun counts the records that would be replayed without producing.
 	DryRun bool
+	// Naming, RetrySuffix and DLQSuffix are the Processor's (see Config):
+	// they name the dead-letter topic read and the retry topic replayed to.
+	Naming                 Naming
+	RetrySuffix, DLQSuffix string
+	// From, when set, is the dead-letter topic to read instead of the
+	// default one, say one that Config.DeadLetterTopic chose.
+	From string
 	// Clock gives the due time of records replayed ToRetry; nil means the
 	// real clock.
 	Clock retry.Clock
@@ -48,9 +55,11 @@ type ReplayOptions struct {
 
 // ReplayResult counts what Replay did.
 type ReplayResult struct {
-	Scanned  int    // DLQ records read
-	Replayed int    // records produced (or, with DryRun, that would be)
-	To       string // the topic replayed to
+	Scanned    int    // DLQ records read
+	Replayed   int    // records produced (or, with DryRun, that would be)
+	Duplicates int    // records skipped as copies of one already replayed in this run
+	From       string // the dead-letter topic read
+	To         string // the topic replayed to
 }
 
 // Replay republishes the records of T-dlq that match opts, from the first
@@ -59,14 +68,27 @@ type ReplayResult struct {
 // not remove records from the DLQ: running it twice replays them twice, so
 // narrow a repeat with Since.
 //
-// cl must be a client that does not consume as a group member; Replay adds
-// the DLQ's partitions to it and removes them before it returns. When a
-// produce fails Replay stops and returns what it did so far with the error.
+// A dead-letter topic may hold several copies of one failure (a crash
+// without transactions, or Spring Kafka and a Processor both forwarding):
+// Replay republishes each identity (RecordID: the original record's topic,
+// partition and offset, and its replays so far) once per run, and counts
+// the other copies in Duplicates. It reads only committed records. A record
+// replayed ToRetry keeps its identity with one more replay (x-replays), so
+// that its next failure is not taken for a copy of this one.
+//
+// cl produces the republished records; Replay reads the DLQ with a client
+// of its own made with cl's options (kgo.Client.Opts), so cl should not
+// consume as a group member. When a produce fails Replay stops and returns
+// what it did so far with the error.
 func Replay(ctx context.Context, cl *kgo.Client, opts ReplayOptions) (ReplayResult, error) {
-	dlq := DLQTopic(opts.Topic)
-	res := ReplayResult{To: opts.Topic}
+	n := newNames(opts.Naming, opts.RetrySuffix, opts.DLQSuffix)
+	dlq := opts.From
+	if dlq == "" {
+		dlq = n.dlqTopic(opts.Topic)
+	}
+	res := ReplayResult{From: dlq, To: opts.Topic}
 	if opts.Target == ToRetry {
-		res.To = retryTopics(opts.Topic, opts.Tiers)[0]
+		res.To = n.retryTopics(opts.Topic, opts.Tiers)[0]
 	}
 	if opts.Topic == "" {
 		return res, errors.New("kafkaretry: replay: topic is required")
@@ -82,11 +104,20 @@ func Replay(ctx context.Context, cl *kgo.Client, opts ReplayOptions) (ReplayResu
 	if len(start) == 0 {
 		return res, nil
 	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{dlq: start})
-	defer cl.RemoveConsumePartitions(map[string][]int32{dlq: partitionsOf(start)})
+	// Read committed, so that the forwards of aborted transactions are
+	// skipped, and with the control records (transaction markers), so
+	// that the end is seen even when a marker is the last offset.
+	reader, err := kgo.NewClient(append(cl.Opts(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{dlq: start}))...)
+	if err != nil {
+		return res, fmt.Errorf("kafkaretry: replay: %w", err)
+	}
+	defer reader.Close()
 
+	seen := make(map[ID]bool)
 	for len(end) > 0 {
-		fetches := cl.PollFetches(ctx)
+		fetches := reader.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("kafkaretry: replay: %w", err)
 		}
@@ -102,8 +133,17 @@ func Replay(ctx context.Context, cl *kgo.Client, opts ReplayOptions) (ReplayResu
 			if r.Offset+1 >= stop {
 				delete(end, r.Partition)
 			}
+			if r.Attrs.IsControl() {
+				return
+			}
 			res.Scanned++
-			if rr := replayed(r, &opts, res.To, clock.Now()); rr != nil {
+			rr, id := replayed(r, &opts, n.spring, res.To, clock.Now())
+			switch {
+			case rr == nil:
+			case seen[id]:
+				res.Duplicates++
+			default:
+				seen[id] = true
 				res.Replayed++
 				out = append(out, rr)
 			}
@@ -120,7 +160,9 @@ func Replay(ctx context.Context, cl *kgo.Client, opts ReplayOptions) (ReplayResu
 // replayRange returns, for each partition of the DLQ that has records to
 // read, where to start and the end offset (exclusive) as it is now.
 func replayRange(ctx context.Context, adm *kadm.Client, dlq string, since time.Time) (map[int32]kgo.Offset, map[int32]int64, error) {
-	ends, err := adm.ListEndOffsets(ctx, dlq)
+	// The last stable offset: records past it are in a transaction still
+	// open, and a read-committed reader waits for it to end.
+	ends, err := adm.ListCommittedOffsets(ctx, dlq)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -150,33 +192,28 @@ func replayRange(ctx context.Context, adm *kadm.Client, dlq string, since time.T
 	return start, end, nil
 }
 
-func partitionsOf(m map[int32]kgo.Offset) []int32 {
-	ps := make([]int32, 0, len(m))
-	for p := range m {
-		ps = append(ps, p)
-	}
-	return ps
-}
-
 // replayed returns the record to republish for the DLQ record r, or nil when
-// opts filter it out.
-func replayed(r *kgo.Record, opts *ReplayOptions, to string, now time.Time) *kgo.Record {
+// opts filter it out, and r's identity.
+func replayed(r *kgo.Record, opts *ReplayOptions, spring bool, to string, now time.Time) (*kgo.Record, ID) {
+	st, _ := ReadState(r) // a DLQ record's bad headers only matter to the filter below
+	id := st.id(r)
 	if !opts.Since.IsZero() && r.Timestamp.Before(opts.Since) ||
 		!opts.Until.IsZero() && !r.Timestamp.Before(opts.Until) {
-		return nil
+		return nil, id
 	}
-	st, _ := ReadState(r) // a DLQ record's bad headers only matter to the filter below
 	if opts.ErrorType != "" && st.LastErrorType != opts.ErrorType {
-		return nil
+		return nil, id
 	}
 	out := &kgo.Record{Topic: to, Key: r.Key, Value: r.Value}
 	if opts.Target == ToMain {
-		out.Headers = userHeaders(r, 0) // a main-topic record carries no state
-		return out
+		// A main-topic record carries no state: it is a new record, with
+		// an identity of its own.
+		out.Headers = userHeaders(r, 0)
+		return out, id
 	}
 	out.Headers = withState(r, &State{
-		Attempt: 0, ProcessAfter: now, FirstAttempt: now, OriginalTopic: st.OriginalTopic,
-		OriginalPartition: st.OriginalPartition, OriginalOffset: st.OriginalOffset,
-	})
-	return out
+		Attempt: 0, ProcessAfter: now, FirstAttempt: now, OriginalTopic: id.Topic,
+		OriginalPartition: id.Partition, OriginalOffset: id.Offset, Replays: id.Replays + 1,
+	}, spring)
+	return out, id
 }

@@ -1,6 +1,7 @@
 package kafkaretry
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,12 @@ const (
 	HeaderAPIResponse       = "x-api-response"
 	HeaderHistory           = "x-retry-history"
 	HeaderDLQReason         = "x-dlq-reason"
+	// HeaderReplays counts the times Replay republished the record's
+	// chain; absent means 0.
+	HeaderReplays = "x-replays"
+	// HeaderRecordID is the record's identity, ID.String(): what a
+	// consumer of a retry or dead-letter topic dedupes on.
+	HeaderRecordID = "x-record-id"
 )
 
 // Limits on what the headers carry, so that a long error or response body
@@ -48,15 +55,18 @@ var ours = [...]string{
 	HeaderRetryAttempt, HeaderProcessAfter, HeaderPrevDelay, HeaderOriginalTopic,
 	HeaderOriginalPartition, HeaderOriginalOffset, HeaderFirstAttempt, HeaderLastErrorType,
 	HeaderLastErrorMessage, HeaderAPIStatusCode, HeaderAPIResponse, HeaderHistory, HeaderDLQReason,
+	HeaderReplays, HeaderRecordID,
 }
 
+// isOurs reports whether the header key carries retry state: one of ours,
+// or one of Spring's, which ReadState reads too.
 func isOurs(key string) bool {
 	for _, k := range ours {
 		if k == key {
 			return true
 		}
 	}
-	return false
+	return isSpring(key)
 }
 
 // State is the retry state a record carries in its headers. The zero State
@@ -77,6 +87,44 @@ type State struct {
 	APIResponse       string
 	History           []Failure
 	DLQReason         string
+	Replays           int // times Replay republished this chain
+}
+
+// ID is the identity of a record's chain: the topic, partition and offset
+// of the original record, the one first consumed, and how many times Replay
+// republished it. Every retry and dead-letter copy of a record carries it
+// (x-original-topic, -partition, -offset, x-replays, and all in one as
+// x-record-id); two records with the same ID are copies of one failure, so
+// a consumer of a retry or dead-letter topic dedupes on it.
+type ID struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Replays   int
+}
+
+// String returns "topic/partition/offset", with "/rN" after N replays.
+func (id ID) String() string {
+	s := id.Topic + "/" + strconv.FormatInt(int64(id.Partition), 10) + "/" + strconv.FormatInt(id.Offset, 10)
+	if id.Replays > 0 {
+		s += "/r" + strconv.Itoa(id.Replays)
+	}
+	return s
+}
+
+// RecordID returns the identity of r's chain: from its state headers (the
+// x- ones, else Spring's), or r's own topic, partition and offset when it
+// carries none, as a record of the main topic does.
+func RecordID(r *kgo.Record) ID {
+	st, _ := ReadState(r)
+	return st.id(r)
+}
+
+func (s *State) id(r *kgo.Record) ID {
+	if s.OriginalTopic == "" || s.OriginalPartition < 0 || s.OriginalOffset < 0 {
+		return ID{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Replays: s.Replays}
+	}
+	return ID{Topic: s.OriginalTopic, Partition: s.OriginalPartition, Offset: s.OriginalOffset, Replays: s.Replays}
 }
 
 // Failure is one failed attempt in x-retry-history.
@@ -112,7 +160,9 @@ func (e *HeaderError) Error() string {
 // replaced by the package's rule (see "Bad headers" in the package doc) and
 // reported as a *HeaderError, all of them joined in the error; the State is
 // usable either way. It does not apply the rules that depend on a Policy
-// (the cap on Attempt, Config.MaxHold): the Processor does.
+// (the cap on Attempt, Config.MaxHold): the Processor does. Spring Kafka's
+// headers are read too, whatever the Naming, and win over the x- ones they
+// duplicate (see "Sharing topics with Spring Kafka" in the package doc).
 func ReadState(r *kgo.Record) (State, error) {
 	last := make(map[string][]byte, len(ours))
 	for _, h := range r.Headers {
@@ -150,18 +200,57 @@ func ReadState(r *kgo.Record) (State, error) {
 		return 0, false
 	}
 
+	// Spring's headers, when a record has them, say the same as ours in
+	// Spring's encodings; Spring Kafka rewrites them at each hop but copies
+	// ours along unchanged, so where both are present Spring's are the
+	// newer and win.
+	sp := func(name string) ([]byte, bool) { v, ok := last[name]; return v, ok }
+	springBad := func(name, rule string) {
+		errs = append(errs, &HeaderError{Header: name, Value: last[name], Reason: "not in Spring's encoding", Rule: rule})
+	}
+
 	s := State{Attempt: 1, OriginalPartition: -1, OriginalOffset: -1, FirstAttempt: r.Timestamp}
-	if n, ok := num(HeaderRetryAttempt, 0, math.MaxInt32, true, "counting 1 attempt made"); ok {
+	if v, ok := sp(SpringHeaderAttempts); ok {
+		// Spring counts the attempt to come: 2 on the first retry. Its
+		// reader takes 1 byte (older Spring) or a 4-byte int.
+		n := int64(-1)
+		switch len(v) {
+		case 1:
+			n = int64(v[0])
+		case 4:
+			n = int64(int32(binary.BigEndian.Uint32(v)))
+		}
+		if n >= 1 {
+			s.Attempt = int(n - 1)
+		} else {
+			springBad(SpringHeaderAttempts, "counting 1 attempt made")
+		}
+	} else if n, ok := num(HeaderRetryAttempt, 0, math.MaxInt32, true, "counting 1 attempt made"); ok {
 		s.Attempt = int(n)
 	}
-	if n, ok := num(HeaderProcessAfter, 0, math.MaxInt64, true, "due now"); ok {
+	if v, ok := sp(SpringHeaderBackoffTimestamp); ok {
+		if n, ok := readJavaLong(v); ok && n >= 0 {
+			s.ProcessAfter = time.UnixMilli(n)
+		} else {
+			springBad(SpringHeaderBackoffTimestamp, "due now")
+		}
+	} else if n, ok := num(HeaderProcessAfter, 0, math.MaxInt64, true, "due now"); ok {
 		s.ProcessAfter = time.UnixMilli(n)
 	}
 	if n, ok := num(HeaderPrevDelay, 0, math.MaxInt64/int64(time.Millisecond), false, "using 0"); ok {
 		s.PrevDelay = time.Duration(n) * time.Millisecond
 	}
-	if n, ok := num(HeaderFirstAttempt, 0, math.MaxInt64, true, "using the record's timestamp"); ok {
+	if v, ok := sp(SpringHeaderOriginalTimestamp); ok && last[HeaderFirstAttempt] == nil {
+		if n, ok := readJavaLong(v); ok && n >= 0 {
+			s.FirstAttempt = time.UnixMilli(n)
+		} else {
+			springBad(SpringHeaderOriginalTimestamp, "using the record's timestamp")
+		}
+	} else if n, ok := num(HeaderFirstAttempt, 0, math.MaxInt64, true, "using the record's timestamp"); ok {
 		s.FirstAttempt = time.UnixMilli(n)
+	}
+	if n, ok := num(HeaderReplays, 0, math.MaxInt32, false, "using 0"); ok {
+		s.Replays = int(n)
 	}
 	// A partition and offset mean nothing without the topic they are in.
 	if s.OriginalTopic = string(last[HeaderOriginalTopic]); s.OriginalTopic != "" {
@@ -171,12 +260,14 @@ func ReadState(r *kgo.Record) (State, error) {
 		if n, ok := num(HeaderOriginalOffset, 0, math.MaxInt64, true, "unknown"); ok {
 			s.OriginalOffset = n
 		}
+	} else {
+		s.readSpringOriginal(last, springBad)
 	}
 	if n, ok := num(HeaderAPIStatusCode, 100, 999, false, "no status"); ok {
 		s.APIStatusCode = int(n)
 	}
-	s.LastErrorType = string(last[HeaderLastErrorType])
-	s.LastErrorMessage = string(last[HeaderLastErrorMessage])
+	s.LastErrorType = string(firstOf(last, HeaderLastErrorType, SpringHeaderExceptionFQCN, springHeaderExceptionFQCN3))
+	s.LastErrorMessage = string(firstOf(last, HeaderLastErrorMessage, SpringHeaderExceptionMessage, springHeaderExceptionMessage3))
 	s.APIResponse = string(last[HeaderAPIResponse])
 	s.DLQReason = string(last[HeaderDLQReason])
 	if v, ok := last[HeaderHistory]; ok {
@@ -189,6 +280,43 @@ func ReadState(r *kgo.Record) (State, error) {
 		}
 	}
 	return s, errors.Join(errs...)
+}
+
+// readSpringOriginal reads the original record's topic, partition (a 4-byte
+// int) and offset (an 8-byte long) from Spring's DLT headers, or from
+// Spring 3's kafka_original-… ones.
+func (s *State) readSpringOriginal(last map[string][]byte, bad func(name, rule string)) {
+	for _, h := range [...][3]string{
+		{SpringHeaderOriginalTopic, SpringHeaderOriginalPartition, SpringHeaderOriginalOffset},
+		{springHeaderOriginalTopic3, springHeaderOriginalPartition3, springHeaderOriginalOffset3},
+	} {
+		t := string(last[h[0]])
+		if t == "" {
+			continue
+		}
+		s.OriginalTopic = t
+		if v := last[h[1]]; len(v) == 4 && int32(binary.BigEndian.Uint32(v)) >= 0 {
+			s.OriginalPartition = int32(binary.BigEndian.Uint32(v))
+		} else {
+			bad(h[1], "unknown")
+		}
+		if v := last[h[2]]; len(v) == 8 && int64(binary.BigEndian.Uint64(v)) >= 0 {
+			s.OriginalOffset = int64(binary.BigEndian.Uint64(v))
+		} else {
+			bad(h[2], "unknown")
+		}
+		return
+	}
+}
+
+// firstOf returns the value of the first of keys that last holds.
+func firstOf(last map[string][]byte, keys ...string) []byte {
+	for _, k := range keys {
+		if v, ok := last[k]; ok {
+			return v
+		}
+	}
+	return nil
 }
 
 // Headers returns s as record headers, in a fixed order, each at most once.
@@ -232,12 +360,23 @@ func (s *State) Headers() []kgo.RecordHeader {
 	if s.DLQReason != "" {
 		add(HeaderDLQReason, s.DLQReason)
 	}
+	if s.Replays > 0 {
+		add(HeaderReplays, strconv.Itoa(s.Replays))
+	}
+	if s.OriginalTopic != "" {
+		add(HeaderRecordID, ID{Topic: s.OriginalTopic, Partition: s.OriginalPartition, Offset: s.OriginalOffset, Replays: s.Replays}.String())
+	}
 	return hs
 }
 
-// withState returns the user's headers of r followed by s's.
-func withState(r *kgo.Record, s *State) []kgo.RecordHeader {
-	return append(userHeaders(r, len(ours)), s.Headers()...)
+// withState returns the user's headers of r followed by s's, and Spring's
+// rendering of s too when spring is set.
+func withState(r *kgo.Record, s *State, spring bool) []kgo.RecordHeader {
+	hs := append(userHeaders(r, len(ours)+8), s.Headers()...)
+	if spring {
+		hs = append(hs, s.springHeaders()...)
+	}
+	return hs
 }
 
 // userHeaders returns the headers of r the package does not own, in their

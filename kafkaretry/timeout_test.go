@@ -22,6 +22,7 @@ func TestAttemptTimeoutEndsAHangingHandler(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 1)
 	var calls atomic.Int32
+	began := time.Now()
 	var mu sync.Mutex
 	var heard []retry.Event
 	e.run(t, kafkaretry.Config{
@@ -62,5 +63,12 @@ func TestAttemptTimeoutEndsAHangingHandler(t *testing.T) {
 		if ev.Duration < 50*time.Millisecond || ev.Duration > 5*time.Second {
 			t.Errorf("attempt %d took %v, want about the 50ms AttemptTimeout", ev.Attempt, ev.Duration)
 		}
+		// Start is when the attempt ran, though it is heard after its forward.
+		if ev.Start.Before(began) || ev.Start.After(time.Now().Add(-ev.Duration)) {
+			t.Errorf("attempt %d started at %v, want between the test's start %v and its end minus its duration", ev.Attempt, ev.Start, began)
+		}
+	}
+	if heard[1].Start.Before(heard[0].Start.Add(heard[0].Duration)) {
+		t.Errorf("attempt 2 started at %v, before attempt 1 ended (%v + %v)", heard[1].Start, heard[0].Start, heard[0].Duration)
 	}
 }

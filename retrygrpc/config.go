@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -44,12 +46,23 @@ type Config struct {
 	// (that is what it is for) and its error wraps ErrAttemptTimeout. It
 	// uses the real clock, not Policy.Clock. Streams ignore it.
 	AttemptTimeout time.Duration
+	// Limiters, when set, gives each target (the ClientConn's Target()) a
+	// retry.Limiter of its own: every attempt waits for its target's
+	// limiter, and the target's UNAVAILABLE and RESOURCE_EXHAUSTED answers
+	// slow down every call to it (see retry.Limiter). nil means no limiter,
+	// unless Policy.Limiter is set: that one is shared by every target, and
+	// wins.
+	Limiters *retry.Limiters
 }
 
-func (c *Config) policy(method string) retry.Policy {
+// policy returns the policy of a call of method on cc.
+func (c *Config) policy(method string, cc *grpc.ClientConn) retry.Policy {
 	p := c.Policy
 	if p.Name == "" {
 		p.Name = method
+	}
+	if p.Limiter == nil && c.Limiters != nil && cc != nil {
+		p.Limiter = c.Limiters.Get(cc.Target())
 	}
 	return p
 }
@@ -108,6 +121,55 @@ func (e *attemptError) Unwrap() []error {
 func (e *attemptError) Retryable() bool            { return e.retry }
 func (e *attemptError) RetryAfter() time.Duration  { return e.pushback }
 func (e *attemptError) GRPCStatus() *status.Status { return e.st }
+
+// RPCStatusCode returns the attempt's status code by its name in the gRPC
+// specification ("UNAVAILABLE"): what Policy.Observer reads to tell the
+// code without importing gRPC, as it reads an HTTP status through
+// HTTPStatusCode (retryotel puts it on the attempt's span).
+func (e *attemptError) RPCStatusCode() string { return codeName(e.st.Code()) }
+
+// codeName returns c's name in the gRPC specification (statuscodes.md);
+// codes.Code's String is "Unavailable", not the specification's
+// "UNAVAILABLE" that OpenTelemetry's conventions use.
+func codeName(c codes.Code) string {
+	switch c {
+	case codes.OK:
+		return "OK"
+	case codes.Canceled:
+		return "CANCELLED"
+	case codes.Unknown:
+		return "UNKNOWN"
+	case codes.InvalidArgument:
+		return "INVALID_ARGUMENT"
+	case codes.DeadlineExceeded:
+		return "DEADLINE_EXCEEDED"
+	case codes.NotFound:
+		return "NOT_FOUND"
+	case codes.AlreadyExists:
+		return "ALREADY_EXISTS"
+	case codes.PermissionDenied:
+		return "PERMISSION_DENIED"
+	case codes.ResourceExhausted:
+		return "RESOURCE_EXHAUSTED"
+	case codes.FailedPrecondition:
+		return "FAILED_PRECONDITION"
+	case codes.Aborted:
+		return "ABORTED"
+	case codes.OutOfRange:
+		return "OUT_OF_RANGE"
+	case codes.Unimplemented:
+		return "UNIMPLEMENTED"
+	case codes.Internal:
+		return "INTERNAL"
+	case codes.Unavailable:
+		return "UNAVAILABLE"
+	case codes.DataLoss:
+		return "DATA_LOSS"
+	case codes.Unauthenticated:
+		return "UNAUTHENTICATED"
+	}
+	return strconv.FormatUint(uint64(c), 10)
+}
 
 // callError is what an interceptor returns when it gives up. Its status is
 // given directly (not found through Unwrap), so status.FromError returns it

@@ -59,5 +59,12 @@
 // hours, and a deadline on each attempt would end it.
 //
 // Hooks and logs are the Policy's (Observer, Logger); Policy.Name, when empty,
-// becomes the full method name ("/pkg.Service/Method").
+// becomes the full method name ("/pkg.Service/Method"). The error of a failed
+// attempt, as an Observer hears it, names its status code with a method
+// RPCStatusCode() string ("UNAVAILABLE", as the gRPC specification spells
+// it), so that an observer (package retryotel) reads it without importing
+// gRPC. The same method tells a retry.Limiter an overload: with
+// Config.Limiters set, each target (ClientConn.Target) has a limiter of its
+// own, slowed down by its UNAVAILABLE, RESOURCE_EXHAUSTED and
+// DEADLINE_EXCEEDED answers (see retry.Limiter).
 package retrygrpc

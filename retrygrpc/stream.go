@@ -28,7 +28,7 @@ func StreamClientInterceptor(c Config) grpc.StreamClientInterceptor {
 		if desc.ClientStreams {
 			// The stream lives on after DoValue returns, so it is opened on
 			// the caller's context, not on the attempt's, which ends then.
-			cs, err := retry.DoValue(ctx, c.policy(method), func(context.Context) (grpc.ClientStream, error) {
+			cs, err := retry.DoValue(ctx, c.policy(method, cc), func(context.Context) (grpc.ClientStream, error) {
 				cs, err := streamer(ctx, desc, cc, method, opts...)
 				if err != nil {
 					return nil, c.attemptFailed(err, nil, 0)
@@ -181,7 +181,7 @@ func (s *replayStream) recvFirst(m any) (done bool, err error) {
 	}
 	first := true
 	var got error // nil or io.EOF: the successful attempt's answer
-	err = retry.Do(s.ctx, s.c.policy(s.method), func(ctx context.Context) error {
+	err = retry.Do(s.ctx, s.c.policy(s.method, s.cc), func(ctx context.Context) error {
 		if !first {
 			// On the caller's context: the attempt's ends with Do, and the
 			// stream that succeeds is the caller's from then on.

@@ -27,7 +27,7 @@ func UnaryClientInterceptor(c Config) grpc.UnaryClientInterceptor {
 		// The full slice expression makes append copy, so the caller's
 		// options are never written to.
 		opts = append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))
-		err := retry.Do(ctx, c.policy(method), func(ctx context.Context) error {
+		err := retry.Do(ctx, c.policy(method, cc), func(ctx context.Context) error {
 			trailer = nil
 			actx, cancel := ctx, context.CancelFunc(func() {})
 			if c.AttemptTimeout > 0 {

@@ -182,6 +182,11 @@ func TestUnaryHooksAndLogs(t *testing.T) {
 				if a.Name != tt.wantName || a.Attempt != i+1 || status.Code(a.Err) != codes.Unavailable {
 					t.Errorf("OnRetry #%d = {Name: %q, Number: %d, Err: %v}, want {%q, %d, Unavailable}", i+1, a.Name, a.Attempt, a.Err, tt.wantName, i+1)
 				}
+				// The code by name, for observers that do not import gRPC.
+				var named interface{ RPCStatusCode() string }
+				if !errors.As(a.Err, &named) || named.RPCStatusCode() != "UNAVAILABLE" {
+					t.Errorf("OnRetry #%d: error %v does not name its code UNAVAILABLE", i+1, a.Err)
+				}
 			}
 			if want := "op=" + tt.wantName; !strings.Contains(logs.String(), want) {
 				t.Errorf("logs = %q, want them to contain %q", logs.String(), want)

@@ -38,6 +38,9 @@ func (c *call) once() (*http.Response, error) {
 // run sends the request under the retry engine.
 func (c *call) run() (*http.Response, error) {
 	c.p = c.t.policy()
+	if c.p.Limiter == nil && c.t.Limiters != nil {
+		c.p.Limiter = c.t.Limiters.Get(c.req.URL.Host)
+	}
 	if c.p.Logger != nil {
 		c.p.Logger = logger(c.p.Logger, c.method(), c.redacted())
 	}

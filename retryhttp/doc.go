@@ -13,4 +13,10 @@
 // 500, 502, 503, 504 by default), honouring Retry-After. The response the
 // caller gets is the last one, untouched; the ones it does not get are
 // drained and closed so their connections are reused.
+//
+// With Transport.Limiters set, each host has a retry.Limiter of its own:
+// its 429s and Retry-After answers slow every request to it down, as do
+// its 503s, refused connections and timeouts while they are most answers
+// (an outage), and a host that answers nothing but those is left alone for
+// a while (see retry.Limiter).
 package retryhttp

@@ -115,6 +115,13 @@ type Transport struct {
 	// MaxDrain is how many bytes of a discarded response body are read before
 	// it is closed; 0 means DefaultMaxDrain and a negative value means none.
 	MaxDrain int64
+	// Limiters, when set, gives each host (the request URL's host:port, as
+	// written) a retry.Limiter of its own: every attempt of a request that
+	// may be retried waits for its host's limiter, and the host's 429s,
+	// 503s, refused connections and timeouts slow all requests to it down
+	// (see retry.Limiter). nil means no limiter, unless Policy.Limiter is
+	// set: that one is shared by every host, and wins.
+	Limiters *retry.Limiters
 }
 
 // NewClient returns an *http.Client that retries by p through a Transport

@@ -61,8 +61,11 @@ echo "benchmarks (count $COUNT, benchtime $BENCHTIME)..." >&2
 
 echo "retrysim..." >&2
 go build -o "$tmp/retrysim" ./cmd/retrysim
-"$tmp/retrysim" occ --plot "$out/occ.png" > "$out/occ.txt"
-"$tmp/retrysim" outage --plot "$out/outage.png" > "$out/outage.txt"
+"$tmp/retrysim" occ > "$out/occ.txt"
+"$tmp/retrysim" occ --strategies none,exponential,equal,full,decorrelated --plot "$out/occ.png" > /dev/null
+"$tmp/retrysim" outage > "$out/outage.txt"
+"$tmp/retrysim" outage --strategies none,exponential,equal,full,decorrelated --plot "$out/outage.png" > /dev/null
+"$tmp/retrysim" outage --strategies full,aws-adaptive,client-limiter,shared-limiter,shared-cubic --plot "$out/outage-limiter.png" > /dev/null
 "$tmp/retrysim" amplification --plot "$out/amplification.png" > "$out/amplification.txt"
 
 # splice NAME FILE FENCE: put FILE between NAME's markers in the document,

@@ -55,9 +55,12 @@ type logBuffer struct {
 	buf bytes.Buffer
 }
 
-// e2eFlags are short timings so that leases expire within a test.
+// e2eFlags are short timings so that leases expire within a test, and no
+// host limiter: the tests' targets answer 503 to fail a few times, not to
+// say they are overloaded, and a limiter would slow their tasks down to
+// its floor (TestOverload turns it on).
 var e2eFlags = []string{"--listen", "127.0.0.1:0", "--log-format", "json", "--lease", "2s",
-	"--attempt-timeout", "1s", "--shutdown-grace", "2s"}
+	"--attempt-timeout", "1s", "--shutdown-grace", "2s", "--host-limiter", "off"}
 
 // startDaemon runs retryd on the store file db with e2eFlags and args, and
 // waits until it listens.

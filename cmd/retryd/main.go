@@ -51,6 +51,13 @@
 //
 // Several instances may share a PostgreSQL or Redis store; docs/SCALING.md
 // says how, and what the store must guarantee.
+//
+// Every attempt carries a W3C traceparent in its task's trace (the trace
+// of the request that created it, or one of the task's own). Spans are
+// exported over OTLP only when the standard variables ask for it:
+// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+// OTEL_TRACES_EXPORTER=otlp), with OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf
+// (the default) or grpc; OTEL_SDK_DISABLED=true turns it off.
 package main
 
 import (

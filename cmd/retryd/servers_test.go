@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,24 +154,26 @@ func newPrefix(t testing.TB, url string) string {
 // always), so that it can be restarted without losing anything. It is
 // stopped by its PID when the test ends.
 type redisServer struct {
-	t    testing.TB
-	port int
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	t     testing.TB
+	port  int
+	dir   string
+	fsync string // appendfsync: always, or everysec for a test of what it loses
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 func startRedisServer(t testing.TB) *redisServer {
 	t.Helper()
+	return startRedisServerFsync(t, "always")
+}
+
+// startRedisServerFsync is startRedisServer with appendfsync fsync.
+func startRedisServerFsync(t testing.TB, fsync string) *redisServer {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		unavailable(t, "no redis-server binary to start a private Redis: install it (apt-get install redis-server)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &redisServer{t: t, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir()}
-	l.Close()
+	s := &redisServer{t: t, port: privatePort(t), dir: t.TempDir(), fsync: fsync}
 	s.start()
 	t.Cleanup(func() {
 		if s.cmd != nil {
@@ -186,7 +190,7 @@ func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0"
 func (s *redisServer) start() {
 	s.t.Helper()
 	s.cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
-		"--dir", s.dir, "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+		"--dir", s.dir, "--appendonly", "yes", "--appendfsync", s.fsync, "--save", "",
 		"--daemonize", "no", "--logfile", filepath.Join(s.dir, "redis.log"))
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redis-server: %v", err)
@@ -205,6 +209,36 @@ func (s *redisServer) start() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A restart binds the port again: make sure the server answering is
+	// this one, not another test's that took the port while it was free.
+	info, err := c.Info(context.Background(), "server").Result()
+	if err != nil {
+		s.t.Fatalf("redis-server on port %d: INFO: %v", s.port, err)
+	}
+	if want := "process_id:" + strconv.Itoa(s.cmd.Process.Pid); !strings.Contains(info, want+"\r\n") && !strings.Contains(info, want+"\n") {
+		s.t.Fatalf("port %d is answered by another redis-server than the one started (pid %d): another test took the port", s.port, s.cmd.Process.Pid)
+	}
+}
+
+// privatePort picks a free port for a private server, below the kernel's
+// ephemeral range (32768 and up on Linux), at random: a server that is
+// restarted on its port leaves it free for a moment, and a port picked by
+// listening on :0 (as other tests' servers and retryd instances are) could
+// be handed out again in that moment.
+func privatePort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		var b [2]byte
+		_, _ = rand.Read(b[:])
+		port := 20000 + (int(b[0])<<8|int(b[1]))%10000
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port for a private server in 20000–29999")
+	return 0
 }
 
 // shutdown stops the server as an operator would (redis-cli shutdown): it
@@ -273,4 +307,27 @@ func redisBackend(t testing.TB, url string) backend {
 			return st
 		},
 	}
+}
+
+// storeStarter returns what starts a retryd, with env added to its
+// environment and args, on one fresh store of the kind name (sqlite,
+// postgres, redis): the same store at each call, so that a restarted
+// retryd finds its predecessor's tasks. An unknown name fails t.
+func storeStarter(t *testing.T, name string, env []string, args ...string) func() *daemon {
+	t.Helper()
+	switch name {
+	case "sqlite":
+		db := newDB(t)
+		return func() *daemon { return startDaemonEnv(t, env, db, args...) }
+	case "postgres", "redis":
+		var b backend
+		if name == "postgres" {
+			b = postgresBackend(t)
+		} else {
+			b = redisBackend(t, redisURL(t))
+		}
+		return func() *daemon { return startDaemonEnv(t, env, b.store, append(slices.Clone(b.flags), args...)...) }
+	}
+	t.Fatalf("unknown store %q (want sqlite, postgres or redis)", name)
+	return nil
 }

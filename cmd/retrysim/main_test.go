@@ -79,12 +79,13 @@ func TestRunOCCJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	rows := jsonRows(t, out)
-	if got, want := len(rows), 5*2; got != want {
-		t.Fatalf("got %d rows, want %d (5 strategies × 2 client counts)", got, want)
+	if got, want := len(rows), 10*2; got != want {
+		t.Fatalf("got %d rows, want %d (10 strategies × 2 client counts)", got, want)
 	}
 	// The post's numbering, as the engine's parameters: exponential waits
 	// start at base·2 = 10 ms, decorrelated grows from base = 5 ms.
-	wantBase := map[string]float64{"none": 0, "exponential": 10, "equal": 10, "full": 10, "decorrelated": 5}
+	wantBase := map[string]float64{"none": 0, "exponential": 10, "equal": 10, "full": 10, "decorrelated": 5,
+		"full+quota": 10, "aws-adaptive": 10, "client-limiter": 10, "shared-limiter": 10, "shared-cubic": 10}
 	for _, r := range rows {
 		name, _ := r["strategy"].(string)
 		b, _ := r["backoff"].(map[string]any)
@@ -94,7 +95,7 @@ func TestRunOCCJSON(t *testing.T) {
 		if name != "none" && b["maxDelayMs"] != 2000.0 {
 			t.Errorf("%s: maxDelayMs %v, want 2000", name, b["maxDelayMs"])
 		}
-		if calls, _ := r["calls"].(float64); calls < r["clients"].(float64) {
+		if calls, _ := r["calls"].(float64); calls+r["gaveUp"].(float64) < r["clients"].(float64) {
 			t.Errorf("%s: %v writes for %v clients", name, calls, r["clients"])
 		}
 		if r["completionMs"].(float64) <= 0 || r["runs"] != 3.0 || r["seed"] != 1.0 {
@@ -110,7 +111,7 @@ func TestRunOutageAndAmplificationJSON(t *testing.T) {
 		rows   int
 		fields []string
 	}{
-		{"outage", 5, []string{"strategy", "backoff", "clients", "outageMs", "capacityRps", "callsPerClient", "peakRps", "completionMs", "loadRps"}},
+		{"outage", 10, []string{"strategy", "backoff", "clients", "outageMs", "capacityRps", "callsPerClient", "gaveUp", "peakRps", "peakOverCapacity", "completionMs", "loadRps"}},
 		{"amplification", 8, []string{"layers", "attempts", "failureRate", "quota", "requests", "bottomCallsPerRequest", "successRate"}},
 	}
 	for _, tt := range tests {

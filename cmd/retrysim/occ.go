@@ -23,6 +23,7 @@ type occRow struct {
 	LatencyMs       float64        `json:"latencyMs"`
 	LatencyStdDevMs float64        `json:"latencyStdDevMs"`
 	Calls           float64        `json:"calls"`
+	GaveUp          float64        `json:"gaveUp"`
 	CompletionMs    float64        `json:"completionMs"`
 }
 
@@ -47,7 +48,7 @@ func runOCC(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&x.Runs, "runs", 100, "runs averaged for each strategy and client count")
 	fs.DurationVar(&base, "base", 5*time.Millisecond, "the post's base: exponential waits min(cap, base·2^n) after the n-th failure")
 	fs.DurationVar(&ceil, "cap", 2*time.Second, "the longest wait")
-	fs.Var(stringList(&names), "strategies", "strategies to run, comma-separated (none, exponential, equal, full, decorrelated); all by default")
+	fs.Var(stringList(&names), "strategies", "strategies to run, comma-separated (none, exponential, equal, full, decorrelated,\nfull+quota, aws-adaptive, client-limiter, shared-limiter, shared-cubic; see retrysim outage -h); all by default")
 	fs.IntVar(&x.Workers, "workers", 0, "goroutines sharing the runs; 0 means one per CPU")
 	latencyFlags(fs, &x.Latency)
 	fs.Usage = func() {
@@ -56,7 +57,10 @@ func runOCC(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 Clients race to update one row with optimistic concurrency: read the version,
 write conditionally on it, back off after a failed write, until each has one
 successful write. Reports the writes the server received ("calls") and the
-time of the last event, averaged over the runs.
+time of the last event, averaged over the runs. The holding-back strategies
+(full+quota, aws-adaptive, client-limiter, shared-limiter, shared-cubic) are
+those of retrysim outage, on the post's full jitter; their limiters take
+every failed write for an overload signal.
 
 `)
 		fs.PrintDefaults()
@@ -68,7 +72,7 @@ time of the last event, averaged over the runs.
 		return errors.New("occ: want 0 < base ≤ cap, a positive latency and a stddev of 0 or more")
 	}
 	var err error
-	if x.Strategies, err = sim.Select(sim.PostStrategies(base, ceil), names); err != nil {
+	if x.Strategies, err = sim.Select(append(sim.PostStrategies(base, ceil), sim.LimitStrategies(2*base, ceil)...), names); err != nil {
 		return err
 	}
 	x.Seed = out.seed
@@ -88,7 +92,7 @@ time of the last event, averaged over the runs.
 				Experiment: "occ", Strategy: r.Strategy.Name, Backoff: r.Strategy.Backoff,
 				Clients: r.Clients, Runs: r.Runs, Seed: x.Seed,
 				LatencyMs: ms(x.Latency.Mean), LatencyStdDevMs: ms(x.Latency.StdDev),
-				Calls: r.Calls, CompletionMs: ms(r.Completion),
+				Calls: r.Calls, GaveUp: r.GaveUp, CompletionMs: ms(r.Completion),
 			}
 		}
 		return writeJSON(stdout, js)
@@ -120,5 +124,12 @@ func occTable(w io.Writer, x sim.OCCExperiment, rows []sim.OCCRow) error {
 	grid("Writes received by the server", func(r sim.OCCRow) string { return fmt.Sprintf("%.1f", r.Calls) })
 	fmt.Fprintln(w)
 	grid("Completion time (last event)", func(r sim.OCCRow) string { return human(r.Completion) })
+	for _, r := range rows {
+		if r.GaveUp > 0 {
+			fmt.Fprintln(w)
+			grid("Clients that gave up (a retry quota refused a retry)", func(r sim.OCCRow) string { return fmt.Sprintf("%.1f", r.GaveUp) })
+			break
+		}
+	}
 	return nil
 }

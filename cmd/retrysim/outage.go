@@ -24,7 +24,9 @@ type outageRow struct {
 	Runs           int            `json:"runs"`
 	Seed           uint64         `json:"seed"`
 	CallsPerClient float64        `json:"callsPerClient"`
+	GaveUp         float64        `json:"gaveUp"`
 	PeakRps        float64        `json:"peakRps"`
+	PeakCapacity   float64        `json:"peakOverCapacity"`
 	CompletionMs   float64        `json:"completionMs"`
 	LoadBucketMs   float64        `json:"loadBucketMs"`
 	LoadRps        []float64      `json:"loadRps"`
@@ -47,7 +49,7 @@ func runOutage(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&c.Bucket, "bucket", c.Bucket, "width of the bins of the load series (--json, --plot)")
 	fs.DurationVar(&base, "base", 100*time.Millisecond, "first wait of the exponential strategies, and decorrelated jitter's floor")
 	fs.DurationVar(&ceil, "cap", 10*time.Second, "the longest wait")
-	fs.Var(stringList(&names), "strategies", "strategies to run, comma-separated (none, exponential, equal, full, decorrelated); all by default")
+	fs.Var(stringList(&names), "strategies", "strategies to run, comma-separated (none, exponential, equal, full, decorrelated,\nfull+quota, aws-adaptive, client-limiter, shared-limiter, shared-cubic); all by default")
 	fs.IntVar(&x.Runs, "runs", 1, "runs averaged for each strategy")
 	fs.IntVar(&x.Workers, "workers", 0, "goroutines sharing the runs; 0 means one per CPU")
 	latencyFlags(fs, &c.Latency)
@@ -56,8 +58,15 @@ func runOutage(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 Clients each send one request and retry it, with no attempt limit, through an
 outage and the capacity-limited recovery after it. Reports calls per client,
-the peak requests/s in any 1 s window after the outage, and the time until
-every client succeeded.
+the peak requests/s in any 1 s window after the outage (and as a multiple of
+the capacity), the time the last client was served, and how many gave up.
+
+Beside the backoff strategies: full jitter with a retry quota shared by all
+clients (full+quota, the AWS standard mode's: 500 tokens, 5 per retry, 1 back
+per success), with a model of the AWS SDK's adaptive mode per client
+(aws-adaptive), with a retry.Limiter per client (client-limiter) or one
+shared by all (shared-limiter, as retryd shares one per host), and with the
+adaptive mode's CUBIC bucket shared by all (shared-cubic).
 
 `)
 		fs.PrintDefaults()
@@ -69,7 +78,7 @@ every client succeeded.
 		return errors.New("outage: want 0 < base ≤ cap, a positive latency and a stddev of 0 or more")
 	}
 	var err error
-	if x.Strategies, err = sim.Select(sim.Strategies(base, ceil), names); err != nil {
+	if x.Strategies, err = sim.Select(append(sim.Strategies(base, ceil), sim.LimitStrategies(base, ceil)...), names); err != nil {
 		return err
 	}
 	c.Seed = out.seed
@@ -88,7 +97,8 @@ every client succeeded.
 			js[i] = outageRow{
 				Experiment: "outage", Strategy: r.Strategy.Name, Backoff: r.Strategy.Backoff,
 				Clients: c.Clients, SpreadMs: ms(c.Spread), OutageMs: ms(c.Outage), CapacityRps: c.Capacity,
-				Runs: r.Runs, Seed: c.Seed, CallsPerClient: r.CallsPerClient, PeakRps: r.PeakRPS,
+				Runs: r.Runs, Seed: c.Seed, CallsPerClient: r.CallsPerClient, GaveUp: r.GaveUp,
+				PeakRps: r.PeakRPS, PeakCapacity: r.PeakRPS / float64(c.Capacity),
 				CompletionMs: ms(r.Completion), LoadBucketMs: ms(c.Bucket), LoadRps: r.LoadRPS,
 			}
 		}
@@ -97,9 +107,13 @@ every client succeeded.
 	fmt.Fprintf(stdout, "%d clients, %v outage, then %d requests/s; mean of %d run(s) (seed %d)\n",
 		c.Clients, c.Outage, c.Capacity, x.Runs, c.Seed)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcalls/client\tpeak req/s after outage\tall succeeded at\t")
+	fmt.Fprintln(tw, "strategy\tcalls/client\tpeak req/s after outage\t× capacity\tall served at\tgave up\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%s\t\n", r.Strategy.Name, r.CallsPerClient, r.PeakRPS, human(r.Completion))
+		served := human(r.Completion)
+		if r.GaveUp > 0 {
+			served = "never" // not everyone is served
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%.2f\t%s\t%.0f\t\n", r.Strategy.Name, r.CallsPerClient, r.PeakRPS, r.PeakRPS/float64(c.Capacity), served, r.GaveUp)
 	}
 	return tw.Flush()
 }

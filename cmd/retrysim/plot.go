@@ -33,6 +33,16 @@ func strategyColor(name string) color.Color {
 		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
 	case sim.Decorrelated:
 		return color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	case sim.FullQuota:
+		return color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
+	case sim.AWSAdaptive:
+		return color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
+	case sim.ClientLimiter:
+		return color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}
+	case sim.SharedLimiter:
+		return color.RGBA{R: 0x17, G: 0x17, B: 0x17, A: 0xff}
+	case sim.SharedCUBIC:
+		return color.RGBA{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}
 	}
 	return color.Black
 }

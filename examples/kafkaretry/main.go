@@ -63,13 +63,26 @@ func run() error {
 	const maxAttempts = 4
 	tiers := []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, time.Second}
 	out := &printer{left: *records}
+	host, _ := os.Hostname()
 	p, err := kafkaretry.New(kafkaretry.Config{
-		Topic:      *topic,
-		Group:      *topic + "-example",
-		Policy:     retry.Policy{MaxAttempts: maxAttempts},
-		Tiers:      tiers,
-		ClientOpts: []kgo.Opt{kgo.SeedBrokers(seeds...)},
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Topic:  *topic,
+		Group:  *topic + "-example",
+		Policy: retry.Policy{MaxAttempts: maxAttempts},
+		Tiers:  tiers,
+		// Takeover in seconds: a consumer killed without leaving the group
+		// keeps its partitions for SessionTimeout (franz-go's default is
+		// 45s; 6s is the brokers' default minimum), a transaction it left
+		// open holds them until TransactionTimeout (40s by default), and a
+		// restarted one with the same TransactionalID aborts that
+		// transaction at once. Forwards are transactional (exactly once)
+		// whenever the brokers support it, as kfake does.
+		SessionTimeout:     6 * time.Second,
+		HeartbeatInterval:  time.Second,
+		RebalanceTimeout:   10 * time.Second,
+		TransactionTimeout: 10 * time.Second,
+		TransactionalID:    *topic + "-example-" + host,
+		ClientOpts:         []kgo.Opt{kgo.SeedBrokers(seeds...)},
+		Logger:             slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		Handler: func(ctx context.Context, r *kgo.Record) error {
 			attempt := 1
 			if n, err := strconv.Atoi(header(r, kafkaretry.HeaderRetryAttempt)); err == nil {
@@ -102,7 +115,10 @@ func run() error {
 	})
 	defer wg.Wait()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(kafkaretry.DLQTopic(*topic)))
+	// Read committed: with transactions, the copies of an aborted
+	// transaction are in the topic but never count.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(kafkaretry.DLQTopic(*topic)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return err
 	}
@@ -171,8 +187,8 @@ func (p *printer) deadLettered(r *kgo.Record) {
 	defer p.mu.Unlock()
 	p.dead++
 	p.left--
-	fmt.Printf("%s  -> %s after %s attempt(s): %s\n", r.Key, r.Topic,
-		header(r, kafkaretry.HeaderRetryAttempt), header(r, kafkaretry.HeaderDLQReason))
+	fmt.Printf("%s  -> %s after %s attempt(s): %s (dedupe key %s)\n", r.Key, r.Topic,
+		header(r, kafkaretry.HeaderRetryAttempt), header(r, kafkaretry.HeaderDLQReason), header(r, kafkaretry.HeaderRecordID))
 }
 
 func (p *printer) finished() bool {

@@ -9,6 +9,17 @@
 // at most Config.MaxBodyBytes (Config.MaxBatchBodyBytes for POST
 // /retry-tasks/batch). Times are epoch milliseconds.
 //
+// A task that names no policy follows the policy "default": the tenant's
+// own if it registered one, else the built-in (store.BuiltinPolicy: from
+// 1 s doubling to 5 min, full jitter, 10 attempts within 24 h), which
+// GET /retry-policies lists with "builtin": true. For an operator, tasks
+// are listed by target host, idempotency key and cause (causeOf: why a
+// dead letter failed, "HTTP 503", "timeout", …), GET /dead-letters/causes
+// counts the dead letters by cause, POST /retry-tasks/redrive and
+// /retry-tasks/cancel change the tasks a filter matches, a bounded number
+// a call, and POST /retry-policies/preview samples the decision engine to
+// show the delays a policy makes.
+//
 // With Config.Blobs, a task's body over Config.BlobThreshold is kept in the
 // blob store, the task holding its reference (bodyRef) and size: POST
 // /retry-tasks streams it there as it reads the request (taskstream.go), up
@@ -107,6 +118,9 @@ type Config struct {
 	// policy from the store each time; 0 means DefaultPolicyCacheSize, and a
 	// negative value turns the cache off.
 	PolicyCacheSize int
+	// History, when set, gives GET /overview the last hour's attempts and
+	// dispatch lag; nil leaves its series empty.
+	History History
 	// Now reads the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -135,14 +149,19 @@ func (s *server) routeTable() []route {
 		{Route{http.MethodPost, "/retry-policies"}, s.policyPut},
 		{Route{http.MethodGet, "/retry-policies"}, s.policyList},
 		{Route{http.MethodGet, "/retry-policies/{policyId}"}, s.policyGet},
+		{Route{http.MethodPost, "/retry-policies/preview"}, s.policyPreview},
 		{Route{http.MethodPost, "/retry-tasks"}, s.taskCreate},
 		{Route{http.MethodPost, "/retry-tasks/batch"}, s.taskCreateBatch},
+		{Route{http.MethodPost, "/retry-tasks/redrive"}, s.taskRedriveBulk},
+		{Route{http.MethodPost, "/retry-tasks/cancel"}, s.taskCancelBulk},
 		{Route{http.MethodGet, "/retry-tasks"}, s.taskList},
 		{Route{http.MethodGet, "/retry-tasks/{taskId}"}, s.taskGet},
 		{Route{http.MethodDelete, "/retry-tasks/{taskId}"}, s.taskCancel},
 		{Route{http.MethodGet, "/retry-tasks/{taskId}/attempts"}, s.attemptList},
 		{Route{http.MethodPost, "/retry-tasks/{taskId}/redrive"}, s.taskRedrive},
 		{Route{http.MethodGet, "/dead-letters"}, s.deadLetterList},
+		{Route{http.MethodGet, "/dead-letters/causes"}, s.deadLetterCauses},
+		{Route{http.MethodGet, "/overview"}, s.overview},
 	}
 }
 
@@ -171,6 +190,7 @@ type server struct {
 	defaultRefs  []string     // AllowBodyRefs, checked
 	ownRefs      string       // the prefix of blobs' own s3:// references, "" when unknown
 	policies     *policyCache // nil when off
+	history      History      // nil: GET /overview has no series
 	now          func() time.Time
 	mux          *http.ServeMux
 }
@@ -191,7 +211,7 @@ func New(cfg Config) (http.Handler, error) {
 		maxBody: cfg.MaxBodyBytes, maxBatchBody: cfg.MaxBatchBodyBytes,
 		blobs: cfg.Blobs, threshold: cmp.Or(cfg.BlobThreshold, DefaultBlobThreshold),
 		maxLarge: cmp.Or(cfg.MaxLargeBodyBytes, DefaultMaxLargeBodyBytes),
-		policies: newPolicyCache(cfg.PolicyCacheSize), now: cfg.Now, mux: http.NewServeMux(),
+		policies: newPolicyCache(cfg.PolicyCacheSize), history: cfg.History, now: cfg.Now, mux: http.NewServeMux(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -170,12 +170,25 @@ func (t *Tokens) Len() int {
 	return len(t.entries)
 }
 
-// authenticate returns the tenant a request acts for.
+// SessionCookie is the cookie in which the web console keeps its bearer
+// token; the API takes it in place of an Authorization header.
+const SessionCookie = "retryd_session"
+
+// authenticate returns the tenant a request acts for: the Authorization
+// header's bearer token's, or else the SessionCookie's.
 func (s *server) authenticate(r *http.Request) (string, error) {
 	if s.tokens == nil {
 		return DefaultTenant, nil
 	}
 	h := r.Header.Get("Authorization")
+	if h == "" {
+		// The console's pages carry their token in a cookie no script can
+		// read (package console); cross-origin protection in front of the
+		// server keeps other sites from riding on it.
+		if c, err := r.Cookie(SessionCookie); err == nil {
+			h = "Bearer " + c.Value
+		}
+	}
 	scheme, token, found := strings.Cut(h, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return "", errorf(http.StatusUnauthorized, CodeUnauthorized, "", "want an Authorization: Bearer token")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/retrykit/retry"
+	"github.com/retrykit/retry/service/hostlimit"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -23,6 +24,15 @@ func parsePolicy(data []byte) (id string, spec []byte, err error) {
 	f := &fields{m: m}
 	id, _ = f.check("policyId", true, checkPolicyID)
 	delete(m, "policyId")
+	var host hostlimit.Setting
+	if raw, ok := m[hostlimit.Field]; ok {
+		delete(m, hostlimit.Field)
+		if string(raw) != "null" {
+			if host, err = hostlimit.ParseSetting(raw); err != nil {
+				f.problems = append(f.problems, policyProblems(err)...)
+			}
+		}
+	}
 	rest, err := json.Marshal(m)
 	if err != nil {
 		return "", nil, fmt.Errorf("re-encoding a policy: %w", err)
@@ -34,7 +44,7 @@ func parsePolicy(data []byte) (id string, spec []byte, err error) {
 	if err := f.err(); err != nil {
 		return "", nil, err
 	}
-	spec, err = json.Marshal(p)
+	spec, err = hostlimit.Encode(&p, host)
 	if err != nil {
 		return "", nil, fmt.Errorf("encoding a decoded policy: %w", err)
 	}
@@ -78,11 +88,11 @@ func (s *server) samePolicy(r *http.Request, tenant, id string, spec []byte) (*s
 	if err != nil {
 		return nil, err
 	}
-	var old retry.Policy
-	if json.Unmarshal(p.Spec, &old) != nil {
+	old, host, err := hostlimit.Decode(p.Spec)
+	if err != nil {
 		return nil, store.ErrConflict
 	}
-	if again, err := json.Marshal(old); err != nil || !bytes.Equal(again, spec) {
+	if again, err := hostlimit.Encode(old, host); err != nil || !bytes.Equal(again, spec) {
 		return nil, store.ErrConflict
 	}
 	return p, nil
@@ -93,11 +103,16 @@ func (s *server) policyGet(w http.ResponseWriter, r *http.Request, tenant string
 	if checkPolicyID(id) != "" {
 		return errorf(http.StatusNotFound, CodeNotFound, "", "policy not found")
 	}
-	p, err := s.store.PolicyGet(r.Context(), tenant, id)
+	p, builtin, err := store.LookupPolicy(r.Context(), s.store, tenant, id)
 	if err != nil {
 		return storeError(err, "policy")
 	}
-	return s.writePolicy(w, http.StatusOK, p)
+	b, err := policyJSON(p, builtin)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, http.StatusOK, b)
+	return nil
 }
 
 func (s *server) policyList(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -109,10 +124,25 @@ func (s *server) policyList(w http.ResponseWriter, r *http.Request, tenant strin
 	if err != nil {
 		return listError(err, q)
 	}
-	out := make([]json.RawMessage, len(items))
-	for i, p := range items {
-		if out[i], err = policyJSON(p); err != nil {
-			return err
+	at, err := s.builtinPlace(r.Context(), tenant, q.page.Token == "", items, next)
+	if err != nil {
+		return listError(err, q)
+	}
+	out := make([]json.RawMessage, 0, len(items)+1)
+	for i := 0; i <= len(items); i++ {
+		if i == at {
+			b, err := policyJSON(store.BuiltinDefault(tenant), true)
+			if err != nil {
+				return err
+			}
+			out = append(out, b)
+		}
+		if i < len(items) {
+			b, err := policyJSON(items[i], false)
+			if err != nil {
+				return err
+			}
+			out = append(out, b)
 		}
 	}
 	s.writeJSON(w, http.StatusOK, list[json.RawMessage]{out, next})
@@ -120,7 +150,7 @@ func (s *server) policyList(w http.ResponseWriter, r *http.Request, tenant strin
 }
 
 func (s *server) writePolicy(w http.ResponseWriter, status int, p *store.Policy) error {
-	b, err := policyJSON(p)
+	b, err := policyJSON(p, false)
 	if err != nil {
 		return err
 	}
@@ -128,8 +158,9 @@ func (s *server) writePolicy(w http.ResponseWriter, status int, p *store.Policy)
 	return nil
 }
 
-// policyJSON renders a stored policy: its policyId, then its spec's fields.
-func policyJSON(p *store.Policy) (json.RawMessage, error) {
+// policyJSON renders a stored policy: its policyId, "builtin": true for the
+// built-in default, then its spec's fields.
+func policyJSON(p *store.Policy, builtin bool) (json.RawMessage, error) {
 	spec := bytes.TrimSpace(p.Spec)
 	if len(spec) < 2 || spec[0] != '{' {
 		return nil, fmt.Errorf("policy %q: stored spec is not a JSON object", p.ID)
@@ -138,6 +169,9 @@ func policyJSON(p *store.Policy) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"policyId":`)
 	b.Write(id)
+	if builtin {
+		b.WriteString(`,"builtin":true`)
+	}
 	if rest := bytes.TrimSpace(spec[1:]); len(rest) > 0 && rest[0] != '}' {
 		b.WriteByte(',')
 	}

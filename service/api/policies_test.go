@@ -89,10 +89,11 @@ func TestPolicyPutInvalid(t *testing.T) {
 			e.do(t, "POST", "/retry-policies", tc.body).wantError(t, http.StatusBadRequest, "invalid_request", tc.field)
 		})
 	}
-	// Nothing of a refused registration was stored.
+	// Nothing of a refused registration was stored: the built-in default
+	// is all there is.
 	got := e.do(t, "GET", "/retry-policies", "").wantStatus(t, http.StatusOK)
-	if items := got["items"].([]any); len(items) != 0 {
-		t.Errorf("policies after refused registrations = %v, want none", items)
+	if items := got["items"].([]any); len(items) != 1 || items[0].(map[string]any)["builtin"] != true {
+		t.Errorf("policies after refused registrations = %v, want the built-in default alone", items)
 	}
 }
 
@@ -114,7 +115,7 @@ func TestPolicyPutListsEveryProblem(t *testing.T) {
 func TestPolicyListPages(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
-	var want []string
+	want := []string{"default"} // the built-in, in its place by ID
 	for i := range 5 {
 		id := fmt.Sprintf("p%d", i)
 		e.putPolicy(t, fmt.Sprintf(`{"policyId":%q}`, id))

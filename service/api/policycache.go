@@ -94,15 +94,17 @@ func (c *policyCache) len() int {
 	return len(c.cur) + len(c.prev)
 }
 
-// policyKnown reports whether the tenant has registered policy id, asking
-// the store only when the cache does not know. err is the store's failure
-// (not ErrNotFound, which is known false).
+// policyKnown reports whether a task of the tenant may name policy id: the
+// tenant registered it, or it is the built-in "default" (store.LookupPolicy),
+// asking the store only when the cache does not know. The answer for
+// "default" is cached whichever it is, since it stays true either way. err
+// is the store's failure (not ErrNotFound, which is known false).
 func (s *server) policyKnown(ctx context.Context, tenant, id string) (bool, error) {
 	k := policyKey{tenant, id}
 	if s.policies.has(k) {
 		return true, nil
 	}
-	_, err := s.store.PolicyGet(ctx, tenant, id)
+	_, _, err := store.LookupPolicy(ctx, s.store, tenant, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil

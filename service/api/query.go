@@ -16,9 +16,19 @@ const MaxPageSize = 1000
 
 // query is a list's checked query string.
 type query struct {
-	page     store.Page
-	statuses []store.Status
-	policyID string
+	page       store.Page
+	statuses   []store.Status
+	policyID   string
+	targetHost string
+	key        string // idempotencyKey
+	cause      string
+}
+
+// filter is the store's filter of q's parameters for the tenant; the cause
+// is the API's to apply (causeWalk).
+func (q query) filter(tenant string) store.TaskFilter {
+	return store.TaskFilter{Tenant: tenant, Statuses: q.statuses, PolicyID: q.policyID,
+		TargetHost: q.targetHost, IdempotencyKey: q.key}
 }
 
 // parseQuery reads a list's query string. Parameters not in allowed, repeated
@@ -60,11 +70,22 @@ func parseQuery(r *http.Request, allowed ...string) (query, error) {
 			}
 		}
 	}
-	if id := values.Get("policyId"); id != "" {
-		if why := checkPolicyID(id); why != "" {
-			return q, invalid("policyId", "%s", why)
+	for _, f := range [...]struct {
+		name  string
+		check func(string) string // why the value is not one, or ""
+		to    *string
+	}{
+		{"policyId", checkPolicyID, &q.policyID},
+		{"targetHost", checkTargetHost, &q.targetHost},
+		{"idempotencyKey", checkKey, &q.key},
+		{"cause", checkCause, &q.cause},
+	} {
+		if v := values.Get(f.name); v != "" {
+			if why := f.check(v); why != "" {
+				return q, invalid(f.name, "%s", why)
+			}
+			*f.to = v
 		}
-		q.policyID = id
 	}
 	return q, nil
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/tracing"
 )
 
 // list is the shape of every list: items, and the token of the next page,
@@ -33,6 +34,10 @@ type task struct {
 	FinishedAt         *int64            `json:"finishedAt,omitempty"`
 	LastError          string            `json:"lastError,omitempty"`
 	LastResponseStatus int               `json:"lastResponseStatus,omitempty"`
+	Cause              string            `json:"cause,omitempty"` // a dead letter's (causeOf)
+	// TraceID is the W3C trace the task's attempts belong to: its
+	// creator's, or one of its own (package tracing).
+	TraceID string `json:"traceId"`
 }
 
 // taskJSON renders t. A terminal task has no next attempt, so it has no
@@ -45,6 +50,7 @@ func taskJSON(t *store.Task) *task {
 		Headers: t.Headers, PolicyID: t.PolicyID, Status: t.Status, AttemptNumber: t.AttemptNumber,
 		CreatedAt: t.CreatedAt.UnixMilli(), UpdatedAt: t.UpdatedAt.UnixMilli(),
 		FinishedAt: optMillis(t.FinishedAt), LastError: t.LastError, LastResponseStatus: t.LastStatus,
+		Cause: taskCause(t), TraceID: tracing.Of(t.ID, t.Headers).TraceID.String(),
 	}
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
@@ -81,12 +87,27 @@ type attempt struct {
 	ResponseStatus int    `json:"responseStatus"`
 	ErrorMessage   string `json:"errorMessage,omitempty"`
 	ResponseBody   string `json:"responseBody,omitempty"`
+	// TraceID is the task's trace; SpanID the attempt's span in it, the
+	// parent its target saw. An attempt made before the task's last
+	// redrive has no SpanID: its span ID came from the budget start the
+	// redrive replaced, which the store does not keep.
+	TraceID string `json:"traceId"`
+	SpanID  string `json:"spanId,omitempty"`
 }
 
-func attemptJSON(a *store.Attempt) attempt {
-	return attempt{
+// attemptJSON renders a, an attempt of t.
+func attemptJSON(t *store.Task, a *store.Attempt) attempt {
+	out := attempt{
 		TaskID: a.TaskID, AttemptNumber: a.AttemptNumber, StartedAt: a.StartedAt.UnixMilli(),
 		DurationMs: a.Duration.Milliseconds(), ResponseStatus: a.ResponseStatus,
 		ErrorMessage: a.ErrorMessage, ResponseBody: a.ResponseBody,
+		TraceID: tracing.Of(t.ID, t.Headers).TraceID.String(),
 	}
+	// The attempts since the budget last started are those after the last
+	// redrive (or all): they start no earlier than it, those before it
+	// ended before it.
+	if a.StartedAt.UnixMilli() >= t.BudgetStart.UnixMilli() {
+		out.SpanID = tracing.AttemptSpanID(t.ID, a.AttemptNumber, t.BudgetStart).String()
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/retrykit/retry/service/internal/statuswriter"
 )
 
 // ServeHTTP routes r. The mux's own 404 and 405 answers are plain text, so
@@ -13,15 +15,15 @@ import (
 // redirect (with an HTML body) is no route: a JSON 404.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statuswriter.Writer{ResponseWriter: w}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("api: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
-			if sw.status == 0 {
+			if sw.Status == 0 {
 				s.writeError(sw, r, &APIError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
 			}
 		}
-		s.log.Debug("api: request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", s.now().Sub(start))
+		s.log.Debug("api: request", "method", r.Method, "path", r.URL.Path, "status", sw.Status, "duration", s.now().Sub(start))
 	}()
 	if !canonicalPath(r.URL.EscapedPath()) {
 		s.writeError(sw, r, uncleanPath(r))
@@ -92,30 +94,6 @@ func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// statusWriter remembers the status written, for the request log and so a
-// panic after the header went out does not write a second one.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // headerRecorder catches what the mux's built-in error handlers write.
 type headerRecorder struct {

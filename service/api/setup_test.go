@@ -23,12 +23,14 @@ const (
 	tokenB = "token-of-tenant-b-0123456789"
 )
 
-// env is a real API server over a real SQLite file.
+// env is a real API server over a real store: a SQLite file, or with
+// options.backend PostgreSQL or Redis.
 type env struct {
 	srv   *httptest.Server
-	store *sqlite.Store
-	blobs *disk.Store // nil unless options.blobs
-	token string      // sent by do unless a call overrides it
+	store *sqlite.Store // nil on another backend
+	st    store.Store   // the store, whichever the backend
+	blobs *disk.Store   // nil unless options.blobs
+	token string        // sent by do unless a call overrides it
 }
 
 type options struct {
@@ -44,22 +46,30 @@ type options struct {
 	maxLarge     int64                         // Config.MaxLargeBodyBytes
 	allowRefs    []string                      // Config.AllowBodyRefs
 	refsA        string                        // the bodyRef prefixes of tenant-a's line of the tokens file
+	backend      string                        // "" or "sqlite", "postgres", "redis" (see openBackend)
 }
 
 func setup(t testing.TB, o options) *env {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "retryd.db"))
-	if err != nil {
-		t.Fatalf("sqlite.Open: %v", err)
+	var st store.Store
+	e := &env{}
+	if o.backend == "" || o.backend == "sqlite" {
+		sq, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db"))
+		if err != nil {
+			t.Fatalf("sqlite.Open: %v", err)
+		}
+		t.Cleanup(func() { sq.Close() })
+		st, e.store = sq, sq
+	} else {
+		st = openBackend(t, o.backend)
 	}
-	t.Cleanup(func() { st.Close() })
+	e.st = st
+	var err error
 	cfg := api.Config{Store: st, MaxBodyBytes: o.maxBody, MaxBatchBodyBytes: o.maxBatchBody,
 		Waker: o.waker, Now: o.now, PolicyCacheSize: o.policyCache}
 	if o.wrap != nil {
 		cfg.Store = o.wrap(st)
 	}
-	e := &env{store: st}
 	if o.blobs {
 		if e.blobs, err = disk.Open(filepath.Join(t.TempDir(), "retryd.blobs")); err != nil {
 			t.Fatalf("disk.Open: %v", err)

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -137,6 +139,7 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 			fail(i, err)
 			continue
 		}
+		req.inheritTrace(r.Header) // the batch's context, for each task without one
 		ok, seen := known[req.policyID]
 		if !seen {
 			if ok, err = s.policyKnown(ctx, tenant, req.policyID); err != nil {
@@ -158,6 +161,8 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 		at = append(at, i)
 	}
 
+	var created []*store.Task // for the request's span, when it is recorded
+	recording := trace.SpanFromContext(ctx).IsRecording()
 	if len(tasks) > 0 {
 		res, err := s.store.TaskCreateBatch(ctx, tasks)
 		if err != nil {
@@ -175,10 +180,14 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 			}
 			if rr.Created {
 				s.wake(rr.Task)
+				if recording {
+					created = append(created, rr.Task)
+				}
 			}
 			items[i] = batchItem{Status: status, Task: taskJSON(rr.Task)}
 		}
 	}
+	traced(ctx, created...)
 	s.writeJSON(w, http.StatusOK, list[batchItem]{Items: items})
 	return nil
 }

@@ -1,15 +1,22 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/retrykit/retry/service/blob"
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/tracing"
 )
 
 // taskRequest is a checked task: the body of POST /retry-tasks, or one
@@ -94,7 +101,10 @@ func checkTask(f *fields, now time.Time, rule func(string) string) (*taskRequest
 		}
 		req.body, req.streamed, req.binary = b64.data, b64.buf, true
 	}
-	req.policyID, _ = f.check("policyId", true, checkPolicyID)
+	req.policyID, _ = f.check("policyId", false, checkTaskPolicyID)
+	if req.policyID == "" {
+		req.policyID = store.DefaultPolicyID
+	}
 	req.key, _ = f.check("idempotencyKey", false, checkKey)
 	if raw, ok := f.raw("notBefore"); ok {
 		if ms, why := checkNotBefore(raw, now); why != "" {
@@ -139,7 +149,7 @@ func (q *taskRequest) hash() string {
 		BodyRef    string            `json:"r,omitempty"`
 		PolicyID   string            `json:"p"`
 		NotBefore  *int64            `json:"nb,omitempty"`
-	}{Method: q.method, URL: q.targetURL, Headers: q.headers, PolicyID: q.policyID, NotBefore: q.notBefore}
+	}{Method: q.method, URL: q.targetURL, Headers: withoutTrace(q.headers), PolicyID: q.policyID, NotBefore: q.notBefore}
 	switch {
 	case q.moved != nil && q.hashHead != nil:
 		h.Body = q.hashHead
@@ -156,6 +166,88 @@ func (q *taskRequest) hash() string {
 	b, _ := json.Marshal(h)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// withoutTrace returns h without its trace headers (tracing.IsHeader),
+// nil when none is left: they say which span sent a request, not what it
+// asks for, and a client that retries its POST sends a new span each time
+// yet must get the same task back, not a conflict. h itself is returned
+// when it has none, so the hash of a task without them is what it was.
+func withoutTrace(h map[string]string) map[string]string {
+	n := 0
+	for k := range h {
+		if tracing.IsHeader(k) {
+			n++
+		}
+	}
+	if n == 0 {
+		return h
+	}
+	if n == len(h) {
+		return nil
+	}
+	out := make(map[string]string, len(h)-n)
+	for k, v := range h {
+		if !tracing.IsHeader(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// inheritTrace gives q the W3C trace context of the HTTP request that
+// carries it (its traceparent, tracestate and baggage headers) when q has
+// no traceparent of its own: the task's attempts then join the caller's
+// trace, as children of the span that created the task. The headers are
+// kept among the task's own, so no store keeps anything new, and each
+// attempt sends a traceparent of its own in that trace (see package
+// tracing). A request whose traceparent is invalid, or given more than
+// once, has no trace context (W3C Trace Context: the receiver starts
+// afresh); a tracestate or baggage the task gives itself is kept.
+func (q *taskRequest) inheritTrace(h http.Header) {
+	if _, own := tracing.Header(q.headers, tracing.Traceparent); own {
+		return
+	}
+	parent := h.Values(tracing.Traceparent)
+	if len(parent) != 1 {
+		return
+	}
+	if _, _, _, ok := tracing.ParseTraceparent(parent[0]); !ok {
+		return
+	}
+	if q.headers == nil {
+		q.headers = make(map[string]string, 3)
+	}
+	q.headers[tracing.Traceparent] = parent[0]
+	for _, name := range []string{tracing.Tracestate, tracing.Baggage} {
+		// Several fields of these are one list (RFC 9110, 5.3).
+		v := strings.Join(h.Values(name), ",")
+		if _, own := tracing.Header(q.headers, name); own || v == "" || len(v) > MaxHeaderValueLength ||
+			!httpguts.ValidHeaderFieldValue(v) {
+			continue
+		}
+		q.headers[name] = v
+	}
+}
+
+// traced puts the task t a request created on the request's span, if it
+// is recorded: its ID, and, when t has a trace of its own (it was created
+// without a trace context), a link to its first attempt's span there.
+func traced(ctx context.Context, ts ...*store.Task) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	if len(ts) == 1 {
+		span.SetAttributes(attribute.String("retryd.task.id", ts[0].ID))
+	}
+	for _, t := range ts {
+		if tt := tracing.Of(t.ID, t.Headers); !tt.HasParent() {
+			span.AddLink(trace.Link{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: tt.TraceID, SpanID: tracing.AttemptSpanID(t.ID, 1, t.BudgetStart), TraceFlags: tt.Flags,
+			})})
+		}
+	}
 }
 
 // newTask is the one place a checked request becomes the task handed to
@@ -230,6 +322,7 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 		return err
 	}
 	defer req.discard()
+	req.inheritTrace(r.Header)
 	if known, err := s.policyKnown(ctx, tenant, req.policyID); err != nil {
 		return storeError(err, "policy")
 	} else if !known {
@@ -246,6 +339,7 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	if created {
 		s.wake(t)
+		traced(ctx, t)
 	}
 	s.writeJSON(w, status, taskJSON(t))
 	return nil

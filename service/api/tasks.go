@@ -33,24 +33,26 @@ func (s *server) taskGet(w http.ResponseWriter, r *http.Request, tenant string) 
 }
 
 func (s *server) taskList(w http.ResponseWriter, r *http.Request, tenant string) error {
-	q, err := parseQuery(r, "status", "policyId", "pageToken", "limit")
+	q, err := parseQuery(r, "status", "policyId", "targetHost", "idempotencyKey", "cause", "pageToken", "limit")
 	if err != nil {
 		return err
 	}
-	return s.writeTasks(w, r, store.TaskFilter{Tenant: tenant, Statuses: q.statuses, PolicyID: q.policyID}, q)
+	return s.writeTasks(w, r, q.filter(tenant), q)
 }
 
 func (s *server) deadLetterList(w http.ResponseWriter, r *http.Request, tenant string) error {
-	q, err := parseQuery(r, "policyId", "pageToken", "limit")
+	q, err := parseQuery(r, "policyId", "targetHost", "cause", "pageToken", "limit")
 	if err != nil {
 		return err
 	}
-	f := store.TaskFilter{Tenant: tenant, Statuses: []store.Status{store.Exhausted, store.Failed}, PolicyID: q.policyID}
-	return s.writeTasks(w, r, f, q)
+	q.statuses = []store.Status{store.Exhausted, store.Failed}
+	return s.writeTasks(w, r, q.filter(tenant), q)
 }
 
+// writeTasks answers a page of the tasks matching f and q's cause; see
+// listMatching for the short pages a cause may give.
 func (s *server) writeTasks(w http.ResponseWriter, r *http.Request, f store.TaskFilter, q query) error {
-	items, next, err := s.store.TaskList(r.Context(), f, q.page)
+	items, next, _, err := s.listMatching(r.Context(), f, q.cause, q.page, maxCauseListScan)
 	if err != nil {
 		return listError(err, q)
 	}
@@ -71,6 +73,11 @@ func (s *server) attemptList(w http.ResponseWriter, r *http.Request, tenant stri
 	if err != nil {
 		return err
 	}
+	// The task's trace and budget start give each attempt its span ID.
+	t, err := s.store.TaskGet(r.Context(), tenant, id)
+	if err != nil {
+		return storeError(err, "task")
+	}
 	items, next, err := s.store.AttemptList(r.Context(), tenant, id, q.page)
 	if errors.Is(err, store.ErrNotFound) {
 		return storeError(err, "task")
@@ -80,25 +87,33 @@ func (s *server) attemptList(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	out := list[attempt]{Items: make([]attempt, len(items)), NextPageToken: next}
 	for i, a := range items {
-		out.Items[i] = attemptJSON(a)
+		out.Items[i] = attemptJSON(t, a)
 	}
 	s.writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// taskCancel cancels a PENDING task. Any other state is a 409 that says
-// which state the task is in: an IN_FLIGHT attempt cannot be called back,
-// and a finished task has nothing left to cancel.
+// deadStates are the dead letters' states, which a redrive starts afresh.
+var deadStates = []store.Status{store.Exhausted, store.Failed}
+
+// cancellable are the states a cancel moves to CANCELLED: a PENDING task,
+// whose attempts stop, and a dead letter, dismissed so that it leaves the
+// dead-letter list. Any other state is a 409 that says which state the
+// task is in: an IN_FLIGHT attempt cannot be called back, and a task that
+// succeeded or was cancelled has nothing left to cancel.
+var cancellable = []store.Status{store.Pending, store.Exhausted, store.Failed}
+
+// taskCancel cancels a task in one of the cancellable states.
 func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, tenant string) error {
-	return s.transition(w, r, tenant, []store.Status{store.Pending}, store.Cancelled,
-		"only a PENDING task can be cancelled")
+	return s.transition(w, r, tenant, cancellable, store.Cancelled,
+		"only a PENDING task or a dead letter (EXHAUSTED, FAILED) can be cancelled")
 }
 
 // taskRedrive turns a dead letter (EXHAUSTED or FAILED) back into a PENDING
 // task, due now, with its attempt count and time budget starting afresh and
 // its idempotency key unchanged.
 func (s *server) taskRedrive(w http.ResponseWriter, r *http.Request, tenant string) error {
-	return s.transition(w, r, tenant, []store.Status{store.Exhausted, store.Failed}, store.Pending,
+	return s.transition(w, r, tenant, deadStates, store.Pending,
 		"only an EXHAUSTED or FAILED task can be redriven")
 }
 

@@ -124,7 +124,7 @@ func TestTaskCreateInvalid(t *testing.T) {
 		{"bad base64", with(`"bodyBase64":"not base64!"`), "invalid_request", "bodyBase64"},
 		{"unpadded base64", with(`"bodyBase64":"YQ"`), "invalid_request", "bodyBase64"},
 		{"body not a string", with(`"body":{"a":1}`), "invalid_request", "body"},
-		{"no policyId", `{"targetUrl":"http://example.com/"}`, "invalid_request", "policyId"},
+		{"policyId not a string", `{"targetUrl":"http://example.com/","policyId":7}`, "invalid_request", "policyId"},
 		{"bad policyId", `{"targetUrl":"http://example.com/","policyId":"a b"}`, "invalid_request", "policyId"},
 		{"unknown policyId", `{"targetUrl":"http://example.com/","policyId":"nope"}`, "unknown_policy", "policyId"},
 		{"empty idempotencyKey", with(`"idempotencyKey":""`), "invalid_request", "idempotencyKey"},

@@ -69,6 +69,15 @@ func checkPolicyID(id string) string {
 	return ""
 }
 
+// checkTaskPolicyID is checkPolicyID for a task's policyId, where "" means
+// the policy "default", as leaving it out does.
+func checkTaskPolicyID(id string) string {
+	if id == "" {
+		return ""
+	}
+	return checkPolicyID(id)
+}
+
 // checkTargetURL returns why u cannot be a task's target, or "".
 func checkTargetURL(u string) string {
 	if u == "" {
@@ -92,6 +101,21 @@ func checkTargetURL(u string) string {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return fmt.Sprintf("has port %s: a port is 1 to 65535", port)
 		}
+	}
+	return ""
+}
+
+// checkTargetHost returns why h cannot be the host of a target URL as
+// url.URL.Host gives it (a name or address, and a port when one is
+// written), or "".
+func checkTargetHost(h string) string {
+	const want = "must be a host as written in a target URL: name or address, and :port if the URL has one"
+	if h == "" || len(h) > MaxURLLength {
+		return want
+	}
+	u, err := url.Parse("http://" + h)
+	if err != nil || u.Host != h || u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Hostname() == "" {
+		return want
 	}
 	return ""
 }

@@ -76,7 +76,8 @@ func TestPolicyRoundTrip(t *testing.T) {
 		t.Errorf("GetPolicy = %s, want %s", f, wantJSON)
 	}
 	page, err := c.ListPolicies(ctx, client.ListOptions{})
-	if err != nil || len(page.Items) != 1 || page.Items[0].ID != "linear" || page.NextPageToken != "" {
+	// The built-in "default" is listed before it, by ID.
+	if err != nil || len(page.Items) != 2 || !page.Items[0].Builtin || page.Items[1].ID != "linear" || page.Items[1].Builtin || page.NextPageToken != "" {
 		t.Errorf("ListPolicies = %+v, %v", page, err)
 	}
 }

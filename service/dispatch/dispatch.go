@@ -21,6 +21,7 @@ package dispatch
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,6 +208,69 @@ type Request struct {
 	// Body, which must then be empty. It is opened at each attempt and
 	// streamed; its Content-Length is the size Open gives then.
 	BodyRef string
+	// Trace, when valid, is sent as the traceparent header, over any
+	// stored header of that name (a task's Traceparent is its caller's
+	// span; each attempt is a child of it, a span of its own). The task's
+	// Tracestate and Baggage headers go as they are.
+	Trace Trace
+}
+
+// Trace is the W3C trace context of one attempt: the task's trace, the
+// attempt's own span (the target's parent) and the trace flags.
+type Trace struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Flags   byte
+}
+
+// Valid reports whether t names a span: neither ID is all zeros.
+func (t Trace) Valid() bool { return t.TraceID != [16]byte{} && t.SpanID != [8]byte{} }
+
+// appendTraceparent appends t as a version 00 traceparent value.
+func (t Trace) appendTraceparent(b []byte) []byte {
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, t.TraceID[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, t.SpanID[:])
+	b = append(b, '-')
+	return hex.AppendEncode(b, []byte{t.Flags})
+}
+
+// SafeURL returns raw, a target URL, as a span's url.full may show it:
+// without userinfo, query or fragment, which may hold credentials (a token
+// in the query is common), and the host and port it names (the scheme's
+// default port when it names none); "" when raw has no scheme. It cuts the
+// string rather than parsing it, as it runs for every attempt traced.
+func SafeURL(raw string) (full, host string, port int) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "", "", 0
+	}
+	end := len(rest)
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		end = i
+	}
+	rest = rest[:end]
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	host, port = authority, 80
+	if strings.EqualFold(scheme, "https") {
+		port = 443
+	}
+	if h, p, err := net.SplitHostPort(authority); err == nil {
+		host = h
+		if n, err := strconv.Atoi(p); err == nil {
+			port = n
+		}
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(authority, "["), "]")
+	}
+	return scheme + "://" + authority + path, host, port
 }
 
 // Result is what one attempt came to: a response (Status > 0) or an error.

@@ -158,10 +158,11 @@ func (c *call) build(u *url.URL, r *Request) {
 	}
 	h.Add("Host", host)
 	agent := false
+	traced := r.Trace.Valid()
 	for k, v := range r.Headers {
 		k = textproto.CanonicalMIMEHeaderKey(k)
 		switch {
-		case managed(k), k == "Idempotency-Key" && r.IdempotencyKey != "":
+		case managed(k), k == "Idempotency-Key" && r.IdempotencyKey != "", k == "Traceparent" && traced:
 			continue
 		case k == "User-Agent":
 			agent = true
@@ -173,6 +174,11 @@ func (c *call) build(u *url.URL, r *Request) {
 	}
 	if r.IdempotencyKey != "" {
 		h.Add("Idempotency-Key", r.IdempotencyKey)
+	}
+	if traced {
+		// Formatted in scratch, which the head copies: no allocation.
+		b = r.Trace.appendTraceparent(b[:0])
+		h.SetBytesV("Traceparent", b)
 	}
 	// As net/http does: many servers want a length on these even when
 	// there is no body, and none on the others without one.

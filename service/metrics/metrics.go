@@ -11,6 +11,7 @@
 //	retry_dispatch_lag_seconds                     start of an attempt minus its due time
 //	retry_task_age_seconds{status}                 creation to terminal state, by that state
 //	retry_dead_lettered_total{status}              tasks that became EXHAUSTED or FAILED
+//	retry_held_total{host, reason}                 tasks held back by their target host's limiter (bounded: MaxHostLabels)
 //	retry_tasks{status}, retry_dead_letters        the store's counts, read on each scrape
 package metrics
 
@@ -60,6 +61,8 @@ type Metrics struct {
 	taskAge     *prometheus.HistogramVec
 	lag         prometheus.Histogram
 	deadLetters *prometheus.CounterVec
+	held        *held
+	hist        history // the last hour, for the console (Recent)
 }
 
 // New registers retryd's collectors, the Go runtime's and the process's on
@@ -73,6 +76,7 @@ func New(counts Counter, log *slog.Logger, lim Limits) *Metrics {
 	m := &Metrics{
 		reg:      prometheus.NewRegistry(),
 		attempts: newAttempts(lim, log),
+		held:     newHeld(),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "retry_attempt_duration_seconds",
 			Help:    "Time an attempt took, from sending the request to its answer or error, by outcome.",
@@ -96,7 +100,7 @@ func New(counts Counter, log *slog.Logger, lim Limits) *Metrics {
 	for i, o := range attemptOutcomes {
 		m.durationBy[i] = m.durations.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.attempts.vec, m.durations, m.taskAge, m.lag, m.deadLetters,
+	m.reg.MustRegister(m.attempts.vec, m.held.vec, m.durations, m.taskAge, m.lag, m.deadLetters,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if counts != nil {
 		m.reg.MustRegister(&statusCollector{counts: counts, log: log})
@@ -112,13 +116,25 @@ func (m *Metrics) Handler() http.Handler {
 // Registry returns the registry, for adding collectors of other parts.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Lag records the dispatch lag of one attempt: its start minus its due time.
-// A negative lag (an attempt started early) counts as zero.
-func (m *Metrics) Lag(d time.Duration) {
+// Lag records the dispatch lag of one attempt of tenant's: its start minus
+// its due time. A negative lag (an attempt started early) counts as zero.
+func (m *Metrics) Lag(tenant string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.lag.Observe(max(d, 0).Seconds())
+	d = max(d, 0)
+	m.lag.Observe(d.Seconds())
+	m.hist.lag(tenant, d, time.Now())
+}
+
+// Recent returns tenant's activity over the last HistoryWindow, one Sample
+// per HistoryStep, oldest first: what this process's scheduler recorded
+// (each instance sharing a store keeps its own).
+func (m *Metrics) Recent(tenant string) []Sample {
+	if m == nil {
+		return nil
+	}
+	return m.hist.recent(tenant, time.Now())
 }
 
 // Observe counts the attempt e ended as ObserveTenant does, under the
@@ -139,6 +155,7 @@ func (m *Metrics) ObserveTenant(_ context.Context, tenant string, e retry.Event)
 	i := outcomeIndex(&e)
 	m.attempts.inc(tenant, e.Name, i)
 	m.durationBy[i].Observe(max(e.Duration, 0).Seconds())
+	m.hist.outcome(tenant, i, time.Now())
 }
 
 // attemptOutcomes are the labels an attempt's event is counted under.

@@ -37,8 +37,8 @@ func TestMetricsRecords(t *testing.T) {
 	m.Observe(ctx, retry.Event{Outcome: retry.Retrying, Name: "p1", Attempt: 1, Duration: 3 * time.Millisecond})
 	m.Observe(ctx, retry.Event{Outcome: retry.Retrying, Name: "p1", Attempt: 2, Duration: 2 * time.Second})
 	m.Observe(ctx, retry.Event{Outcome: retry.Succeeded, Name: "p1", Attempt: 3, Duration: 4 * time.Millisecond})
-	m.Lag(3 * time.Millisecond)
-	m.Lag(-time.Second)
+	m.Lag("t", 3*time.Millisecond)
+	m.Lag("t", -time.Second)
 	m.Terminal(store.Succeeded, 2*time.Second)
 	m.Terminal(store.Exhausted, time.Minute)
 	got := scrape(t, m.Handler())
@@ -113,7 +113,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.Observe(context.Background(), retry.Event{Outcome: retry.GaveUp, Reason: retry.ErrNotRetryable})
 	m.LeaseLost("t", "p")
 	m.ObserveTenant(context.Background(), "t", retry.Event{Outcome: retry.Succeeded})
-	m.Lag(time.Second)
+	m.Lag("t", time.Second)
 	m.Terminal(store.Failed, time.Second)
 }
 

@@ -27,9 +27,9 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		}
 	}
 	start := time.Now()
-	s.rec.Lag(start.Sub(t.NextAttemptAt))
+	s.rec.Lag(t.Tenant, start.Sub(t.NextAttemptAt))
 
-	p, err := s.policy(ctx, t.Tenant, t.PolicyID)
+	p, hostSetting, err := s.policy(ctx, t.Tenant, t.PolicyID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // shutting down: the lease expires and the task is claimed again
@@ -42,7 +42,29 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		s.queue(t, f)
 		return
 	}
-	res := s.send(ctx, t, p.AttemptTimeout)
+	host, held := s.admit(ctx, t, hostSetting)
+	if held {
+		return
+	}
+	if s.horizon != nil {
+		// The store must know that this attempt may be sent before it
+		// is: should this process die, a task it never sent is then
+		// taken back without its attempt charged (store.SendHorizon).
+		if err := s.horizon.MaySend(ctx, t); err != nil {
+			if ctx.Err() != nil {
+				return // shutting down: the lease is taken back
+			}
+			s.log.Warn("scheduler: could not record the send horizon; the attempt waits", "task", t.ID, "error", err)
+			s.queue(t, notSent(t, store.Pending, "not sent: "+err.Error(), time.Now()))
+			return
+		}
+	}
+	tr, span := s.startAttempt(t)
+	res := s.send(ctx, t, p.AttemptTimeout, tr)
+	s.report(ctx, host, p, &res)
+	if span != nil {
+		endAttempt(span, t, &res, p)
+	}
 	now := time.Now()
 	b := finished{task: t, cause: res.Err, maxAttempts: p.Attempts()}
 	if ctx.Err() != nil && errors.Is(res.Err, context.Canceled) {
@@ -56,7 +78,7 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 // send makes t's attempt. A policy's AttemptTimeout shortens the
 // dispatcher's own bound for its tasks; it cannot lengthen it, since the
 // lease was sized to that bound.
-func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Duration) dispatch.Result {
+func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Duration, tr dispatch.Trace) dispatch.Result {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -69,6 +91,7 @@ func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Durati
 		Body:           t.Body,
 		BodyRef:        t.BodyRef, // read from the blob store, and streamed, at each attempt
 		IdempotencyKey: t.IdempotencyKey,
+		Trace:          tr,
 	})
 }
 

@@ -18,7 +18,7 @@ import (
 // doneRecorder counts finished tasks.
 type doneRecorder struct{ done atomic.Int64 }
 
-func (r *doneRecorder) Lag(time.Duration)                    {}
+func (r *doneRecorder) Lag(string, time.Duration)            {}
 func (r *doneRecorder) LeaseLost(string, string)             {}
 func (r *doneRecorder) Terminal(store.Status, time.Duration) { r.done.Add(1) }
 

@@ -62,12 +62,16 @@ func (s *Scheduler) record(ctx context.Context, batch []finished, fs []store.Fin
 		fs = append(fs, batch[i].f)
 	}
 	var errs []error
+	began := time.Now()
 	err := s.storeCall(ctx, "TaskFinish", func(ctx context.Context) (err error) {
 		errs, err = s.st.TaskFinish(ctx, fs)
 		return err
 	})
 	if err == nil && len(errs) != len(fs) {
 		err = fmt.Errorf("store answered %d results for %d outcomes", len(errs), len(fs))
+	}
+	if s.tracer != nil {
+		s.finishSpan(batch, began, time.Now(), err)
 	}
 	if err != nil {
 		s.log.Error("scheduler: outcomes not recorded; their tasks will be retried when their leases expire",

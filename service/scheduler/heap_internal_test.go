@@ -31,15 +31,22 @@ func permutations(n int, f func(order []int)) {
 // Whatever order the news of one task arrives in — the API's, the feed's,
 // a lease watch's, a resync's, in both directions of time — the heap ends
 // up holding the newest version's time.
+// (The same for a task ID the heap packs as a UUID and one it does not.)
 func TestHeapKeepsTheNewestNewsInEveryOrder(t *testing.T) {
+	for _, id := range []string{"a", store.NewID()} {
+		keepsTheNewestNews(t, id)
+	}
+}
+
+func keepsTheNewestNews(t *testing.T, id string) {
 	t0 := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
 	news := []store.Due{
-		{ID: "a", At: t0, Version: 0},                       // an older retryd's note: version unknown
-		{ID: "a", At: t0, Version: 1},                       // created (the API's hint, the feed's note)
-		{ID: "a", At: t0.Add(time.Minute), Version: 2},      // claimed: due at its lease's end (lease watch)
-		{ID: "a", At: t0.Add(time.Second), Version: 3},      // finished with a retry a second later
-		{ID: "a", At: t0.Add(61 * time.Second), Version: 4}, // claimed again
-		{ID: "a", At: t0.Add(2 * time.Second), Version: 5},  // finished with a retry again
+		{ID: id, At: t0, Version: 0},                       // an older retryd's note: version unknown
+		{ID: id, At: t0, Version: 1},                       // created (the API's hint, the feed's note)
+		{ID: id, At: t0.Add(time.Minute), Version: 2},      // claimed: due at its lease's end (lease watch)
+		{ID: id, At: t0.Add(time.Second), Version: 3},      // finished with a retry a second later
+		{ID: id, At: t0.Add(61 * time.Second), Version: 4}, // claimed again
+		{ID: id, At: t0.Add(2 * time.Second), Version: 5},  // finished with a retry again
 	}
 	newest := news[len(news)-1]
 	permutations(len(news), func(order []int) {
@@ -50,8 +57,11 @@ func TestHeapKeepsTheNewestNewsInEveryOrder(t *testing.T) {
 		if h.Len() != 1 {
 			t.Fatalf("order %v: %d entries, want 1", order, h.Len())
 		}
-		if got := h.items[0]; !got.due.Equal(newest.At) || got.version != newest.Version {
-			t.Fatalf("order %v: filed at %v v%d, want %v v%d", order, got.due, got.version, newest.At, newest.Version)
+		if got, _ := h.next(); !got.Equal(newest.At) {
+			t.Fatalf("order %v: filed at %v, want %v", order, got, newest.At)
+		}
+		if got := h.popDue(newest.At, 1, nil); len(got) != 1 || got[0].id != id || got[0].version != newest.Version {
+			t.Fatalf("order %v: popped %+v at %v, want v%d", order, got, newest.At, newest.Version)
 		}
 	})
 }

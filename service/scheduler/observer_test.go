@@ -200,7 +200,7 @@ type lostLeases struct {
 	policies []string
 }
 
-func (*lostLeases) Lag(time.Duration)                    {}
+func (*lostLeases) Lag(string, time.Duration)            {}
 func (*lostLeases) Terminal(store.Status, time.Duration) {}
 func (r *lostLeases) LeaseLost(tenant, policy string) {
 	r.mu.Lock()

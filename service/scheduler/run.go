@@ -10,23 +10,39 @@ import (
 	"github.com/retrykit/retry/service/store"
 )
 
-// Run rebuilds the heap from the store and runs due tasks until ctx ends.
-// Then it stops claiming, gives attempts in flight ShutdownGrace to finish,
-// cuts short and releases those that do not, records every outcome, and
-// returns nil. It returns an error only if the heap cannot be rebuilt (the
-// store is retried until ctx ends; ctx ending first is a shutdown, not an
-// error) or if Run was already called.
+// Run rebuilds the heap from the store and runs due tasks until ctx ends,
+// claiming from the heap while the rebuild still fills it. Then it stops
+// claiming, gives attempts in flight ShutdownGrace to finish, cuts short
+// and releases those that do not, records every outcome, and returns nil.
+// It returns an error only if Run was already called or if the heap cannot
+// be rebuilt (the store is retried until ctx ends; ctx ending first is a
+// shutdown, not an error): then it stops as it would at shutdown.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("scheduler: Run called twice")
 	}
-	if err := s.resync(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // shut down before it started: nothing was claimed
+	// The claim loop does not wait for the rebuild: a store of a million
+	// tasks takes seconds to list (PostgreSQL some 9 s), and a task due
+	// meanwhile must not wait for the end of the walk. A task claimed
+	// before the walk files it again is a stale entry, as a periodic
+	// resync can leave: the store refuses it at claim time.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	var rebuildErr error
+	rebuilt := make(chan struct{})
+	go func() {
+		defer close(rebuilt)
+		began := time.Now()
+		if err := s.resync(loopCtx); err != nil {
+			if loopCtx.Err() == nil {
+				rebuildErr = err
+				stopLoop()
+			}
+			return
 		}
-		return fmt.Errorf("scheduler: rebuild the heap: %w", err)
-	}
-	s.log.Info("scheduler started", "tasks", s.Pending(), "workers", s.cfg.Workers, "lease", s.cfg.Lease.String())
+		s.log.Info("scheduler heap rebuilt", "tasks", s.Pending(), "took", time.Since(began).String())
+	}()
+	s.log.Info("scheduler started", "workers", s.cfg.Workers, "lease", s.cfg.Lease.String())
 
 	// Attempts and commits outlive ctx: attempts until the grace ends,
 	// commits until the last outcome is recorded.
@@ -39,7 +55,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer close(committed)
 		s.commitLoop(commitCtx)
 	}()
-	go s.resyncLoop(ctx)
+	go s.resyncLoop(loopCtx)
 	// Attempts run on a pool of long-lived goroutines: a goroutine per
 	// attempt would grow a new stack through net/http every time.
 	var pool sync.WaitGroup
@@ -52,7 +68,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	defer pool.Wait()
 
-	s.claimLoop(ctx)
+	s.claimLoop(loopCtx)
 
 	s.claims.Wait() // the last claims may still start attempts
 	close(s.work)
@@ -77,6 +93,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		// Unrecorded tasks keep their leases, which expire, and are
 		// claimed again (their attempts counted as lost).
 		s.log.Error("scheduler: the store did not record the last outcomes; their tasks will be reclaimed when their leases expire")
+	}
+	<-rebuilt
+	if rebuildErr != nil {
+		s.log.Error("scheduler stopped: the heap could not be rebuilt", "error", rebuildErr)
+		return fmt.Errorf("scheduler: rebuild the heap: %w", rebuildErr)
 	}
 	s.log.Info("scheduler stopped")
 	return nil
@@ -166,7 +187,8 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 			OmitRequest: omit, Later: s.file})
 		return err
 	})
-	s.ahead.observe(time.Now(), time.Since(began))
+	ended := time.Now()
+	s.ahead.observe(ended, ended.Sub(began))
 	s.busy.Add(-int64(len(ids) - len(tasks)))
 	if err != nil {
 		// Only shutdown or a broken store gets here: keep the IDs for the
@@ -193,6 +215,9 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 		}
 		s.workers.Add(1)
 		s.work <- t // never waits: it holds as many tasks as there are workers
+	}
+	if s.tracer != nil && len(tasks) > 0 {
+		s.claimSpan(tasks, began, ended) // once every task has its request (withRequest)
 	}
 }
 

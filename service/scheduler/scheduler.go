@@ -23,9 +23,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/hostlimit"
 	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/store"
 )
@@ -57,7 +60,7 @@ const maxClaimAhead = time.Second
 // are Config.Observer's; *metrics.Metrics is one. Its methods are called
 // from many goroutines at once.
 type Recorder interface {
-	Lag(d time.Duration)                             // attempt start minus due time
+	Lag(tenant string, d time.Duration)              // attempt start minus due time
 	LeaseLost(tenant, policy string)                 // an attempt's outcome dropped: its lease was lost
 	Terminal(status store.Status, age time.Duration) // a task reached a terminal state
 }
@@ -133,6 +136,19 @@ type Config struct {
 	// generator, for a policy decoded from JSON). Workers draw from it at
 	// once, so New wraps it with backoff.Locked.
 	Rand backoff.Source
+	// HostLimits, when set, admits every attempt through its target
+	// host's adaptive limiter (see package hostlimit): an attempt it holds
+	// back is not sent, its task goes back to PENDING uncharged, due when
+	// the limiter expects room, its lastError saying so (a Recorder that
+	// is a HeldRecorder counts it). A policy may turn it off for its
+	// tasks or give them limiters of their own settings. nil admits
+	// everything.
+	HostLimits *hostlimit.Limits
+	// Tracer, when set, records a span for every attempt (the target's
+	// parent: see package tracing), with the claim and the finish of its
+	// task as children; nil records none. Attempts carry their
+	// traceparent either way.
+	Tracer trace.TracerProvider
 }
 
 // Scheduler runs due tasks. Create it with New, start it with Run; Wake is
@@ -147,6 +163,10 @@ type Scheduler struct {
 	log        *slog.Logger
 	pols       policyCache
 	storeRetry retry.Policy
+	tracer     trace.Tracer // nil: no spans
+	spanStart  attemptStart
+	horizon    store.SendHorizon // the store's, when it has one
+	held       HeldRecorder      // rec, when it is one
 
 	mu    sync.Mutex
 	heap  *dueHeap
@@ -198,10 +218,15 @@ func New(cfg Config) (*Scheduler, error) {
 		commits: make(chan finished, cfg.CommitBatch),
 		work:    make(chan *store.Task, cfg.Workers),
 	}
+	if cfg.Tracer != nil {
+		s.tracer, s.spanStart = cfg.Tracer.Tracer(tracerName), newAttemptStart()
+	}
 	if s.rec == nil {
 		s.rec = nopRecorder{}
 	}
 	s.tobs, _ = s.obs.(TenantObserver)
+	s.held, _ = s.rec.(HeldRecorder)
+	s.horizon, _ = cfg.Store.(store.SendHorizon)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -261,11 +286,12 @@ func signal(c chan struct{}) {
 
 type nopRecorder struct{}
 
-func (nopRecorder) Lag(time.Duration)                    {}
+func (nopRecorder) Lag(string, time.Duration)            {}
 func (nopRecorder) LeaseLost(string, string)             {}
 func (nopRecorder) Terminal(store.Status, time.Duration) {}
 
 var (
 	_ Recorder       = (*metrics.Metrics)(nil)
+	_ HeldRecorder   = (*metrics.Metrics)(nil)
 	_ TenantObserver = (*metrics.Metrics)(nil)
 )

@@ -2,8 +2,8 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/hostlimit"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -50,11 +51,7 @@ func (s *Scheduler) storeCall(ctx context.Context, name string, call func(contex
 // whatever the heap missed (another node's writes, a lost Wake).
 func (s *Scheduler) resync(ctx context.Context) error {
 	err := s.storeCall(ctx, "TaskDue", func(ctx context.Context) error {
-		return s.st.TaskDue(ctx, func(d store.Due) {
-			s.mu.Lock()
-			s.heap.set(d)
-			s.mu.Unlock()
-		})
+		return s.st.TaskDue(ctx, s.file) // file wakes the claim loop for a new first entry
 	})
 	if err != nil {
 		return err
@@ -78,39 +75,73 @@ func (s *Scheduler) resyncLoop(ctx context.Context) {
 	}
 }
 
+// builtinRecheck is how long the scheduler follows the built-in "default"
+// policy for a tenant before it asks the store again whether the tenant
+// registered a "default" of its own, which its tasks then follow.
+const builtinRecheck = time.Minute
+
 // policyCache keeps decoded policies. Policies are immutable, so an entry
-// never goes stale; there is one per (tenant, policy) in use.
+// of a registered policy never goes stale; there is one per (tenant,
+// policy) in use. The built-in default is kept for builtinRecheck only,
+// since a registration may replace it.
 type policyCache struct {
 	mu sync.RWMutex
-	m  map[[2]string]*retry.Policy
+	m  map[[2]string]cachedPolicy
 }
 
-// policy returns the decoded policy of a task, from the cache or the store.
-func (s *Scheduler) policy(ctx context.Context, tenant, id string) (*retry.Policy, error) {
+type cachedPolicy struct {
+	p     *retry.Policy
+	host  hostlimit.Setting // the policy's hostLimiter
+	until time.Time         // zero: for good
+}
+
+// policy returns the decoded policy of a task, and its host limiter
+// setting, from the cache or the store (store.LookupPolicy: the tenant's
+// own, or the built-in for "default").
+func (s *Scheduler) policy(ctx context.Context, tenant, id string) (*retry.Policy, hostlimit.Setting, error) {
+	c, err := s.lookupPolicy(ctx, tenant, id, time.Now())
+	return c.p, c.host, err
+}
+
+// policyAt is policy as of now, which judges whether a cached built-in is
+// due for another look.
+func (s *Scheduler) policyAt(ctx context.Context, tenant, id string, now time.Time) (*retry.Policy, error) {
+	c, err := s.lookupPolicy(ctx, tenant, id, now)
+	return c.p, err
+}
+
+func (s *Scheduler) lookupPolicy(ctx context.Context, tenant, id string, now time.Time) (cachedPolicy, error) {
 	key := [2]string{tenant, id}
 	s.pols.mu.RLock()
-	p, ok := s.pols.m[key]
+	c, ok := s.pols.m[key]
 	s.pols.mu.RUnlock()
-	if ok {
-		return p, nil
+	if ok && (c.until.IsZero() || now.Before(c.until)) {
+		return c, nil
 	}
-	var stored *store.Policy
+	var (
+		stored  *store.Policy
+		builtin bool
+	)
 	err := s.storeCall(ctx, "PolicyGet", func(ctx context.Context) (err error) {
-		stored, err = s.st.PolicyGet(ctx, tenant, id)
+		stored, builtin, err = store.LookupPolicy(ctx, s.st, tenant, id)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return cachedPolicy{}, err
 	}
-	p = new(retry.Policy)
-	if err := json.Unmarshal(stored.Spec, p); err != nil {
-		return nil, err
+	p, host, err := hostlimit.Decode(stored.Spec)
+	if err != nil {
+		return cachedPolicy{}, fmt.Errorf("decoding policy %q: %w", id, err)
+	}
+	c = cachedPolicy{p: p, host: host}
+	if builtin {
+		c.until = now.Add(builtinRecheck)
 	}
 	s.pols.mu.Lock()
 	if s.pols.m == nil {
-		s.pols.m = make(map[[2]string]*retry.Policy)
+		s.pols.m = make(map[[2]string]cachedPolicy)
 	}
-	s.pols.m[key] = p
+	s.pols.m[key] = c
 	s.pols.mu.Unlock()
-	return p, nil
+	return c, nil
 }

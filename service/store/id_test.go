@@ -49,3 +49,21 @@ func TestIsID(t *testing.T) {
 		}
 	}
 }
+
+// ParseID and FormatID are each other's inverse on the lower-case form;
+// ParseID reads either case.
+func TestParseFormatID(t *testing.T) {
+	id := store.NewID()
+	u, ok := store.ParseID(id)
+	if !ok || store.FormatID(u) != id {
+		t.Fatalf("ParseID(%q) = %x, %v; formatted back %q", id, u, ok, store.FormatID(u))
+	}
+	upper, ok := store.ParseID(strings.ToUpper(id))
+	if !ok || upper != u {
+		t.Errorf("ParseID of the upper-case form = %x, %v, want %x", upper, ok, u)
+	}
+	want := [16]byte{0x9b, 0x2e, 0x4f, 0x7a, 0x1c, 0x3d, 0x4e, 0x5f, 0x8a, 0x9b, 0x0c, 0x1d, 0x2e, 0x3f, 0x4a, 0x5b}
+	if got, _ := store.ParseID("9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5b"); got != want {
+		t.Errorf("ParseID = %x, want %x", got, want)
+	}
+}

@@ -113,7 +113,11 @@ type Task struct {
 	LastStatus    int // the last response status, 0 if none
 
 	LeaseUntil time.Time // while IN_FLIGHT: when the claim expires
-	Version    int64     // bumped by every change; fences stale workers
+	// Holder is, in a task TaskClaim returned, the instance whose lease
+	// it is (Instances.Join), empty when none joined. Other reads may
+	// leave it empty.
+	Holder  string
+	Version int64 // bumped by every change; fences stale workers
 
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
@@ -150,11 +154,20 @@ func PageLimit(limit int) int {
 	return limit
 }
 
-// TaskFilter narrows TaskList. Zero fields match everything.
+// TaskFilter narrows TaskList. Zero fields match everything; set fields
+// must all match.
 type TaskFilter struct {
 	Tenant   string
 	Statuses []Status
 	PolicyID string
+	// TargetHost matches a task whose TargetURL's host (url.URL.Host: the
+	// host name, and the port when the URL gives one) equals it, compared
+	// without regard to case.
+	TargetHost string
+	// IdempotencyKey matches the one task of the tenant with this key,
+	// found by the record that deduplicates creates. It needs Tenant: one
+	// without is ErrInvalid, since keys are unique per tenant only.
+	IdempotencyKey string
 }
 
 // ClaimParams asks TaskClaim for up to Limit due tasks.
@@ -243,10 +256,17 @@ type Finish struct {
 
 	Status        Status    // Succeeded, Pending (retry), Exhausted or Failed; another is ErrInvalid
 	NextAttemptAt time.Time // when Status is Pending (zero means Now); otherwise ignored
-	PrevDelay     time.Duration
-	LastError     string
-	LastStatus    int
-	Now           time.Time
+	// Held hands the task back PENDING without its attempt: the attempt
+	// the claim counted was never sent (retryd's admission held it back
+	// from an overloaded target), so the task's AttemptNumber goes back
+	// to what it was before the claim, as a lease taken back unsent does
+	// (see SendHorizon). It needs Status Pending and an Attempt with
+	// AttemptNumber 0 (nothing logged); otherwise it is ErrInvalid.
+	Held       bool
+	PrevDelay  time.Duration
+	LastError  string
+	LastStatus int
+	Now        time.Time
 }
 
 // Transition asks TaskTransition to move a task between states: cancel
@@ -300,7 +320,11 @@ type Store interface {
 	// lists every tenant's (the scheduler uses this to rebuild its heap).
 	// Paging never repeats or skips a task, even while tasks are created;
 	// a task whose status changes between pages may enter or leave a
-	// status-filtered list.
+	// status-filtered list. A store that matches part of a filter task by
+	// task as it walks (Redis: TargetHost, a PolicyID without a Tenant, one
+	// of PENDING and IN_FLIGHT without the other) bounds the work of one
+	// call, so a page may hold fewer than Limit tasks, or none, and still
+	// have a next token: only an empty next token ends the list.
 	TaskList(ctx context.Context, f TaskFilter, page Page) (items []*Task, next string, err error)
 	// TaskTransition applies a cancel or redrive, returning the task after it:
 	// ErrNotFound when the tenant has no such task, ErrConflict when its
@@ -310,7 +334,9 @@ type Store interface {
 	// TaskClaim atomically leases up to p.Limit tasks that are due: PENDING
 	// with NextAttemptAt ≤ Now, or IN_FLIGHT with LeaseUntil ≤ Now (a crashed
 	// worker's; the lost attempt is counted and logged with
-	// LeaseExpiredMessage as its ErrorMessage and as the task's LastError).
+	// LeaseExpiredMessage as its ErrorMessage and as the task's LastError;
+	// a store that knows the attempt was never sent (see SendHorizon) has
+	// put the task back to PENDING first, uncharged).
 	// Each claimed task is IN_FLIGHT until Now+Lease, its AttemptNumber is
 	// the attempt about to be made (it may exceed the policy's maximum after
 	// lost attempts: the caller then finishes it without a call), its
@@ -347,6 +373,13 @@ type Store interface {
 	// TaskCounts returns the number of tasks in each state, every tenant's,
 	// for metrics. Every Status is a key, zero counts included.
 	TaskCounts(ctx context.Context) (map[Status]int64, error)
+	// TenantCounts returns the number of tenant's tasks in each state, for
+	// the operator console, which asks every few seconds: every Status is a
+	// key, zero counts included, and a tenant without tasks has all zeros.
+	// Like TaskCounts it reads counts the writes keep in step, never the
+	// tasks themselves, so its cost does not grow with the tenant's tasks.
+	// Purged tasks are not counted.
+	TenantCounts(ctx context.Context, tenant string) (map[Status]int64, error)
 
 	// Ping reports whether the store is reachable, for /readyz.
 	Ping(ctx context.Context) error
@@ -390,6 +423,92 @@ type Feed interface {
 	// closed, when it returns one wrapping ErrClosed (at once if it was
 	// closed before the call). Any number of Listens may run at once.
 	Listen(ctx context.Context, wake func(Due), onListening func()) error
+}
+
+// SendHorizon is implemented by the stores that take a dead process's
+// leases back without charging the attempts it never sent: SQLite opened
+// Exclusive (retryd's), and PostgreSQL and Redis for an instance that
+// joined (see Instances). A scheduler calls MaySend before every attempt
+// it sends, and sends only once it returned nil.
+//
+// Why it is needed: a scheduler claims a task a little before it is due
+// (so that the claim's commit does not delay the attempt) and sends it at
+// its due time. A process that dies in between holds leases on tasks it
+// never sent, and nothing in the task says so: the claim is the last write
+// of an attempt, and a write at the moment of sending would double the
+// writes of every attempt. The horizon costs much less: it is one value
+// per process, "every attempt this process may have sent was due no later
+// than H", raised a little past the due time each time an attempt due
+// beyond it is about to go (attempts due within a few milliseconds of each
+// other share one raise). Whoever takes a lease back from a dead holder
+// then compares: a task due after the holder's last horizon was never
+// sent, since the holder sends only tasks due within its horizon, so it
+// goes back to PENDING, due as before, with its attempt count, attempt log
+// and LastError as they were before the claim; a task due at or before it
+// may have reached its target, and its lost attempt is charged and logged
+// (LeaseExpiredMessage). The horizon is kept where the holder's death
+// cannot lose it: the kernel's cache of the lock file for SQLite (trusted
+// only by the same boot of the machine, so that a power loss, which can
+// lose it, charges every lease as before), the instance's row or hash for
+// PostgreSQL and Redis, written before MaySend returns. Times are the
+// holder's own clock against the task's due time, which it compared to the
+// same clock before sending: clocks of other machines do not enter.
+type SendHorizon interface {
+	// MaySend returns once the store would count the attempt of t, as
+	// TaskClaim returned it, as possibly sent should this process die:
+	// the caller sends only after it returned nil. It is cheap when t's
+	// NextAttemptAt is within the horizon already. An error means the
+	// attempt must not be sent (ErrLeaseLost: t's holder is no longer
+	// this process's instance, its leases were taken back).
+	MaySend(ctx context.Context, t *Task) error
+}
+
+// Instances is implemented by the stores several retryd instances share
+// (PostgreSQL, Redis), so that a dead instance's leases are taken back
+// within seconds instead of when they run out. Each instance joins, then
+// beats about every second; every lease it takes names it (Task.Holder);
+// any instance calls ReclaimDead about as often, which takes back the
+// leases of every instance that stopped beating a few seconds ago, as
+// SendHorizon says (uncharged when never sent). While its instance beats,
+// a lease is extended (up to twice its length), so an attempt to a slow
+// target keeps it. Fencing is unchanged: taking a lease back bumps the
+// task's Version, so its old holder can never record an outcome.
+type Instances interface {
+	// Join registers this Store as a new instance alive at now and
+	// returns its ID: the Holder of the leases its claims take from then
+	// on. Joining again replaces the instance with a new one.
+	Join(ctx context.Context, now time.Time) (id string, err error)
+	// Beat records that the instance is alive at now, and extends each
+	// lease it holds that would end before now+lease/2 to now+lease, as
+	// long as the lease was taken less than a lease ago: a lease lasts up
+	// to two from its claim while its instance beats, and a lease its
+	// instance does not know it holds (a claim whose answer was lost, a
+	// finish a store's crash undid) still runs out. If
+	// the instance was found dead meanwhile (its leases taken back), Beat
+	// joins as a new instance and returns an error wrapping ErrLeaseLost:
+	// the attempts still running under the old one will not be recorded.
+	Beat(ctx context.Context, now time.Time, lease time.Duration) error
+	// ReclaimDead takes back the leases of every instance whose last beat
+	// is older than now-after and forgets the instance. A task due after
+	// the dead instance's send horizon goes back to PENDING uncharged; the
+	// others' leases end at now, to be claimed again at once with their
+	// lost attempts charged. It returns the tasks it made due, which it
+	// also reports on the change feed.
+	ReclaimDead(ctx context.Context, now time.Time, after time.Duration) ([]Due, error)
+	// Leave forgets the instance, on a clean shutdown once its attempts
+	// are recorded; its claims name no holder from then on.
+	Leave(ctx context.Context) error
+}
+
+// Fleet is implemented by the stores with Instances (PostgreSQL, Redis):
+// how many instances share the store, so that each takes its part of what
+// the fleet does together (retryd divides its host limiters' increase by
+// it). Callers find it with a type assertion, st.(store.Fleet).
+type Fleet interface {
+	// InstancesAlive returns how many instances beat (Instances.Join or
+	// Beat) after now-within and have not left: this one included once
+	// it joined.
+	InstancesAlive(ctx context.Context, now time.Time, within time.Duration) (int, error)
 }
 
 // MaxPurgeLimit is the most tasks one TaskPurge deletes.

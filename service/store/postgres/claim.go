@@ -13,7 +13,7 @@ import (
 
 // claimSQL leases up to $2 due tasks in one statement; DUE is the condition
 // that picks candidates. $1 is Now, $3 the lease's end, $4 the message of a
-// lost attempt.
+// lost attempt, $5 the instance the leases name (NULL for none).
 //
 // due takes the candidates earliest first straight off the retry_runs_wake
 // index, locking each and skipping any another transaction holds, so
@@ -32,19 +32,19 @@ const claimSQL = `WITH due AS (
 		coalesce((extract(epoch FROM lease_until - claimed_at) * 1000000000)::bigint, 0), $4, ''::bytea
 	FROM due WHERE status = 'IN_FLIGHT'
 ), r AS (
-	UPDATE retry_runs r SET status = 'IN_FLIGHT', wake_at = $3, lease_until = $3, claimed_at = $1, updated_at = $1,
+	UPDATE retry_runs r SET status = 'IN_FLIGHT', wake_at = $3, lease_until = $3, claimed_at = $1, updated_at = $1, holder = $5,
 		attempt_number = r.attempt_number + 1, version = r.version + 1,
 		last_error = CASE WHEN due.status = 'IN_FLIGHT' THEN $4 ELSE r.last_error END
 	FROM due WHERE r.task_seq = due.task_seq
 	RETURNING r.*, due.wake_at AS due_at, due.status AS was
-), moves AS (SELECT was AS from_s, 'IN_FLIGHT'::text AS to_s FROM r),
+), moves AS (SELECT r.was AS from_s, 'IN_FLIGHT'::text AS to_s, t.tenant FROM r JOIN retry_tasks t ON t.seq = r.task_seq),
 ` + countsCTE + `
 SELECT r.was, ` + taskCols + ` FROM r JOIN retry_tasks t ON t.seq = r.task_seq ORDER BY r.due_at, r.task_seq`
 
 var (
 	claimDueSQL = strings.Replace(claimSQL, "DUE", `wake_at <= $1`, 1)
 	claimIDsSQL = strings.Replace(claimSQL, "DUE",
-		`wake_at <= $1 AND task_seq IN (SELECT seq FROM retry_tasks WHERE id = ANY($5))`, 1)
+		`wake_at <= $1 AND task_seq IN (SELECT seq FROM retry_tasks WHERE id = ANY($6))`, 1)
 )
 
 // TaskClaim leases due tasks; see store.Store. It is one statement
@@ -58,7 +58,8 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 		now = time.Now()
 	}
 	now = now.Truncate(time.Millisecond)
-	args := []any{now, p.ClaimLimit(), ts(now.Add(p.Lease)), []byte(store.LeaseExpiredMessage)}
+	holder := s.holder()
+	args := []any{now, p.ClaimLimit(), ts(now.Add(p.Lease)), []byte(store.LeaseExpiredMessage), pgtype.Text{String: holder, Valid: holder != ""}}
 	q := claimDueSQL
 	var ids []string
 	if len(p.IDs) > 0 {
@@ -86,6 +87,7 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 		if err != nil {
 			return nil, s.fail("claim", err)
 		}
+		t.Holder = holder
 		if was == store.InFlight {
 			reclaimed = append(reclaimed, t.ID)
 		}

@@ -74,21 +74,40 @@ func scanTask(row pgx.Row) (*store.Task, int64, error) {
 	return t, seq, nil
 }
 
-// countsCTE is a WITH item that applies to this connection's row of
-// retry_counts the moves listed by the WITH item "moves" (columns from_s
-// and to_s; from_s NULL for a new task). Its row lock must be the last lock
-// a transaction takes, and it is: the counts depend on every row the
-// statement changed, so they are written after those rows are locked.
+// countsCTE is two WITH items that apply the moves listed by the WITH item
+// "moves" (columns from_s and to_s, from_s NULL for a new task and to_s
+// NULL for a deleted one, and tenant) to this connection's row of
+// retry_counts and to its rows of retry_tenant_counts, one per tenant
+// moved. Their row locks must be the last locks a transaction takes, and
+// they are: the counts depend on every row the statement changed, so they
+// are written after those rows are locked. Among themselves, the counts
+// row is locked first (the tenant rows' statement waits for it through
+// the subquery on counted), then the tenants' rows in the order of their
+// names, so that two transactions of one shard never wait for each other
+// both ways.
 const countsCTE = `counted AS (UPDATE retry_counts c SET
 		pending = c.pending + d.pending, in_flight = c.in_flight + d.in_flight,
 		succeeded = c.succeeded + d.succeeded, exhausted = c.exhausted + d.exhausted,
 		failed = c.failed + d.failed, cancelled = c.cancelled + d.cancelled
-	FROM (SELECT
+	FROM (SELECT ` + countDeltas + `
+		FROM moves HAVING count(*) FILTER (WHERE from_s IS DISTINCT FROM to_s) > 0) d
+	WHERE c.shard = pg_backend_pid() % 64 RETURNING c.shard
+), tenant_counted AS (INSERT INTO retry_tenant_counts AS c (tenant, shard, pending, in_flight, succeeded,
+		exhausted, failed, cancelled)
+	SELECT tenant, pg_backend_pid() % 64, ` + countDeltas + `
+	FROM moves WHERE (SELECT count(*) FROM counted) >= 0
+	GROUP BY tenant HAVING count(*) FILTER (WHERE from_s IS DISTINCT FROM to_s) > 0 ORDER BY tenant
+	ON CONFLICT (tenant, shard) DO UPDATE SET
+		pending = c.pending + excluded.pending, in_flight = c.in_flight + excluded.in_flight,
+		succeeded = c.succeeded + excluded.succeeded, exhausted = c.exhausted + excluded.exhausted,
+		failed = c.failed + excluded.failed, cancelled = c.cancelled + excluded.cancelled)`
+
+// countDeltas are the changes of the six counts that the rows of moves
+// make, as columns named after the counts.
+const countDeltas = `
 		count(*) FILTER (WHERE to_s = 'PENDING') - count(*) FILTER (WHERE from_s = 'PENDING') AS pending,
 		count(*) FILTER (WHERE to_s = 'IN_FLIGHT') - count(*) FILTER (WHERE from_s = 'IN_FLIGHT') AS in_flight,
 		count(*) FILTER (WHERE to_s = 'SUCCEEDED') - count(*) FILTER (WHERE from_s = 'SUCCEEDED') AS succeeded,
 		count(*) FILTER (WHERE to_s = 'EXHAUSTED') - count(*) FILTER (WHERE from_s = 'EXHAUSTED') AS exhausted,
 		count(*) FILTER (WHERE to_s = 'FAILED') - count(*) FILTER (WHERE from_s = 'FAILED') AS failed,
-		count(*) FILTER (WHERE to_s = 'CANCELLED') - count(*) FILTER (WHERE from_s = 'CANCELLED') AS cancelled
-		FROM moves HAVING count(*) FILTER (WHERE from_s IS DISTINCT FROM to_s) > 0) d
-	WHERE c.shard = pg_backend_pid() % 64)`
+		count(*) FILTER (WHERE to_s = 'CANCELLED') - count(*) FILTER (WHERE from_s = 'CANCELLED') AS cancelled`

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/retrykit/retry/service/store/internal/targethost"
 )
 
 // createSQL inserts one segment of a batch (see planCreate), given as
@@ -24,22 +26,22 @@ import (
 const createSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::bytea[], $10::bool[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
-		$14::text[], $15::int[], $18::text[], $19::bigint[]) WITH ORDINALITY
+		$14::text[], $15::int[], $18::text[], $19::bigint[], $20::text[]) WITH ORDINALITY
 	AS v(id, tenant, key, hash, policy_id, method, target_url, headers, body, body_binary, created_at, next_at,
-		budget_start, note, chunk, body_ref, body_size, o)
+		budget_start, note, chunk, body_ref, body_size, target_host, o)
 ), ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
-		headers, body, body_binary, body_ref, body_size, created_at)
+		headers, body, body_binary, body_ref, body_size, created_at, target_host)
 	SELECT id, tenant, key, hash, policy_id, 'LIVE', method, target_url, headers::json, body, body_binary,
-		body_ref, body_size, created_at FROM v ORDER BY o
+		body_ref, body_size, created_at, target_host FROM v ORDER BY o
 	ON CONFLICT DO NOTHING RETURNING seq, id
 ), made AS (
-	SELECT ins.seq, v.o, v.next_at, v.budget_start, v.created_at, v.note, v.chunk FROM ins JOIN v ON v.id = ins.id
+	SELECT ins.seq, v.o, v.tenant, v.next_at, v.budget_start, v.created_at, v.note, v.chunk FROM ins JOIN v ON v.id = ins.id
 ), run AS (
 	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
 		attempt_number, last_status, status, last_error)
 	SELECT seq, 1, next_at, next_at, budget_start, created_at, 0, 0, 0, 'PENDING', ''::bytea FROM made
-), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s FROM made),
+), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s, tenant FROM made),
 ` + countsCTE + `, notes AS (SELECT string_agg(note, E'\n') AS payload FROM made GROUP BY chunk)
 SELECT array_agg(o), (SELECT count(*) FROM notes, LATERAL pg_notify($16, notes.payload)),
 	CASE WHEN count(*) < $17 THEN set_config('retrykit.create_skipped', 'y', true) END
@@ -91,7 +93,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		policies, methods, urls    = make([]string, n), make([]string, n), make([]string, n)
 		headers, notes, bodies     = make([]string, n), make([]string, n), make([][]byte, n)
 		binary                     = make([]bool, n)
-		refs, sizes                = make([]string, n), make([]int64, n)
+		refs, sizes, hosts         = make([]string, n), make([]int64, n), make([]string, n)
 		created, next, budget      = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	)
 	// Notes are cut into chunks as if every item were inserted: the
@@ -102,7 +104,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		ids[k], tenants[k], keys[k], hashes[k] = t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash
 		policies[k], methods[k], urls[k] = t.PolicyID, t.Method, t.TargetURL
 		headers[k], notes[k], bodies[k], binary[k] = p.headers[i], p.notes[i], t.Body, t.BodyBinary
-		refs[k], sizes[k] = t.BodyRef, t.BodySize
+		refs[k], sizes[k], hosts[k] = t.BodyRef, t.BodySize, targethost.Of(t.TargetURL)
 		if bodies[k] == nil {
 			bodies[k] = []byte{} // the column is NOT NULL
 		}
@@ -115,7 +117,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		chunks[k], used = chunk, used+1+len(notes[k])
 	}
 	return []any{ids, tenants, keys, hashes, policies, methods, urls, headers, bodies, binary, created, next,
-		budget, notes, chunks, channel, n, refs, sizes}
+		budget, notes, chunks, channel, n, refs, sizes, hosts}
 }
 
 // read takes the answers of runCreate's statements from br.
@@ -151,14 +153,14 @@ func (p *createPlan) read(br pgx.BatchResults) error {
 // case it returns no row and writes nothing; it sends the task's note.
 const createOneSQL = `WITH ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
-		headers, body, body_binary, created_at, body_ref, body_size)
-	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11, $16, $17)
-	ON CONFLICT DO NOTHING RETURNING seq
+		headers, body, body_binary, created_at, body_ref, body_size, target_host)
+	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11, $16, $17, $18)
+	ON CONFLICT DO NOTHING RETURNING seq, tenant
 ), run AS (
 	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
 		attempt_number, last_status, status, last_error)
 	SELECT seq, 1, $12, $12, $13, $11, 0, 0, 0, 'PENDING', ''::bytea FROM ins
-), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s FROM ins),
+), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s, tenant FROM ins),
 ` + countsCTE + `
 SELECT ins.seq FROM ins, LATERAL pg_notify($14, $15)`
 
@@ -176,7 +178,7 @@ func (s *Store) createOne(ctx context.Context, p *createPlan) error {
 	var seq int64
 	err := s.pool.QueryRow(ctx, createOneSQL, t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID,
 		t.Method, t.TargetURL, p.headers[i], body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt),
-		ts(t.BudgetStart), s.channel, p.notes[i], t.BodyRef, t.BodySize).Scan(&seq)
+		ts(t.BudgetStart), s.channel, p.notes[i], t.BodyRef, t.BodySize, targethost.Of(t.TargetURL)).Scan(&seq)
 	if err == nil {
 		p.inserted[i], p.holder[keyOf(t)] = true, i
 		return nil

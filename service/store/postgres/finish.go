@@ -23,19 +23,19 @@ import (
 const finishSQL = `WITH v AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::bigint[],
 		$7::bytea[], $8::int[], $9::timestamptz[], $10::int[], $11::timestamptz[], $12::bigint[], $13::int[],
-		$14::bytea[], $15::bytea[], $16::text[])
+		$14::bytea[], $15::bytea[], $16::text[], $17::int[])
 	AS v(i, id, version, status, next_at, prev_delay_ns, last_error, last_status, now, a_number, a_started,
-		a_duration, a_status, a_error, a_body, note)
+		a_duration, a_status, a_error, a_body, note, held)
 ), done AS (
 	UPDATE retry_runs r SET status = v.status,
 		wake_at = CASE WHEN v.status = 'PENDING' THEN v.next_at END,
 		next_attempt_at = CASE WHEN v.status = 'PENDING' THEN v.next_at ELSE r.next_attempt_at END,
 		finished_at = CASE WHEN v.status = 'PENDING' THEN NULL ELSE v.now END,
 		prev_delay_ns = v.prev_delay_ns, last_error = v.last_error, last_status = v.last_status,
-		lease_until = NULL, updated_at = v.now, version = r.version + 1
+		lease_until = NULL, updated_at = v.now, version = r.version + 1, attempt_number = r.attempt_number - v.held
 	FROM v JOIN retry_tasks t ON t.id = v.id
 	WHERE r.task_seq = t.seq AND r.version = v.version AND r.status = 'IN_FLIGHT'
-	RETURNING v.i, r.task_seq, r.status
+	RETURNING v.i, r.task_seq, r.status, t.tenant
 ), logged AS (
 	INSERT INTO retry_attempts (task_seq, attempt_number, response_status, started_at, duration_ns, error_message,
 		response_body)
@@ -43,11 +43,11 @@ const finishSQL = `WITH v AS (
 	FROM done d JOIN v ON v.i = d.i WHERE v.a_number > 0 ORDER BY v.i
 ), ended AS (
 	UPDATE retry_tasks t SET state = d.status FROM done d WHERE t.seq = d.task_seq AND d.status <> 'PENDING'
-), moves AS (SELECT 'IN_FLIGHT'::text AS from_s, status AS to_s FROM done),
+), moves AS (SELECT 'IN_FLIGHT'::text AS from_s, status AS to_s, tenant FROM done),
 ` + countsCTE + `
 SELECT v.i, d.i IS NOT NULL, d.i IS NOT NULL OR EXISTS (SELECT FROM retry_tasks t WHERE t.id = v.id)
 FROM v LEFT JOIN done d ON d.i = v.i
-	LEFT JOIN LATERAL (SELECT pg_notify($17, v.note) WHERE d.status = 'PENDING') n ON true`
+	LEFT JOIN LATERAL (SELECT pg_notify($18, v.note) WHERE d.status = 'PENDING') n ON true`
 
 // TaskFinish records outcomes of claimed attempts; see store.Store. Any
 // number of them takes one statement, so one round trip and one commit,
@@ -110,6 +110,7 @@ func (s *Store) finishRound(ctx context.Context, q querier, fs []store.Finish, i
 	n := len(idx)
 	var (
 		is, lastStatus, aNumber, aStatus = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+		held                             = make([]int32, n) // 1: take the claim's attempt back (store.Finish.Held)
 		ids, statuses, notes             = make([]string, n), make([]string, n), make([]string, n)
 		versions, prevDelay, aDuration   = make([]int64, n), make([]int64, n), make([]int64, n)
 		next, now, aStarted              = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
@@ -124,12 +125,15 @@ func (s *Store) finishRound(ctx context.Context, q querier, fs []store.Finish, i
 		a := &f.Attempt
 		aNumber[k], aStarted[k], aDuration[k] = int32(a.AttemptNumber), a.StartedAt.Truncate(time.Millisecond), int64(a.Duration)
 		aStatus[k], aError[k], aBody[k] = int32(a.ResponseStatus), bytesOf(a.ErrorMessage), bytesOf(a.ResponseBody)
+		if f.Held {
+			held[k] = 1
+		}
 		if f.Status == store.Pending {
 			notes[k] = feed.Note(store.Due{ID: f.TaskID, At: due, Version: f.Version + 1})
 		}
 	}
 	rows, err := q.Query(ctx, finishSQL, is, ids, versions, statuses, next, prevDelay, lastError, lastStatus, now,
-		aNumber, aStarted, aDuration, aStatus, aError, aBody, notes, s.channel)
+		aNumber, aStarted, aDuration, aStatus, aError, aBody, notes, held, s.channel)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,11 @@
 // other. Each lease carries a version that TaskFinish checks, so a worker
 // whose lease was taken over cannot overwrite the task.
 //
+// Each retryd instance joins retry_instances (store.Instances), beats in
+// it, and names itself in its leases (retry_runs.holder): the leases of an
+// instance whose beat stopped are taken back within seconds (ReclaimDead),
+// the tasks it claimed ahead and never sent uncharged (store.SendHorizon).
+//
 // Writes that make a task due sooner (TaskCreate, a redrive, a finish that
 // schedules a retry) send a NOTIFY in their transaction; Listen delivers
 // them to every instance, so that a task created through one instance's API
@@ -141,6 +146,14 @@ type Store struct {
 	// creates gathers concurrent TaskCreate calls into TaskCreateBatch
 	// calls: each commit, and each NOTIFY, then serves many creates.
 	creates *coalesce.Coalescer[*store.Task, store.CreateResult]
+
+	// inst is the instance this Store is (store.Instances); sendMu
+	// makes MaySend's callers wait for one write of the horizon.
+	inst struct {
+		sync.Mutex
+		instance
+	}
+	sendMu sync.Mutex
 
 	life      context.Context // cancelled by Close
 	stop      context.CancelFunc

@@ -21,10 +21,10 @@ const purgeSQL = `WITH old AS (
 ), runs AS (
 	DELETE FROM retry_runs r USING old WHERE r.task_seq = old.task_seq RETURNING r.task_seq, r.status
 ), gone AS (
-	DELETE FROM retry_tasks t USING runs WHERE t.seq = runs.task_seq RETURNING t.seq, t.body_ref
+	DELETE FROM retry_tasks t USING runs WHERE t.seq = runs.task_seq RETURNING t.seq, t.body_ref, t.tenant
 ), logs AS (
 	DELETE FROM retry_attempts a USING gone WHERE a.task_seq = gone.seq
-), moves AS (SELECT status AS from_s, NULL::text AS to_s FROM runs),
+), moves AS (SELECT runs.status AS from_s, NULL::text AS to_s, gone.tenant FROM runs JOIN gone ON gone.seq = runs.task_seq),
 ` + countsCTE + `
 SELECT count(*), coalesce(array_agg(DISTINCT body_ref ORDER BY body_ref) FILTER (WHERE body_ref <> ''), '{}')
 FROM gone`

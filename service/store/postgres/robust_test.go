@@ -89,14 +89,17 @@ func TestCountsStayExact(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	a, b := open(t, schema), open(t, schema)
+	tenants := []string{"acme", "beta", "gamma"}
 	var wg sync.WaitGroup
 	for w, s := range []store.Store{a, b, a, b} {
 		wg.Go(func() {
 			now := t0
 			for i := range 30 {
-				tk := mustCreate(t, s, newTask(fmt.Sprintf("w%d-%d", w, i), now))
+				in := newTask(fmt.Sprintf("w%d-%d", w, i), now)
+				in.Tenant = tenants[(w+i)%len(tenants)] // so that claims and finishes mix tenants
+				tk := mustCreate(t, s, in)
 				if i%5 == 0 {
-					if _, err := s.TaskTransition(ctx, store.Transition{Tenant: "acme", TaskID: tk.ID,
+					if _, err := s.TaskTransition(ctx, store.Transition{Tenant: tk.Tenant, TaskID: tk.ID,
 						From: []store.Status{store.Pending}, To: store.Cancelled, Now: now}); err != nil && !errors.Is(err, store.ErrConflict) {
 						t.Errorf("cancel = %v", err)
 					}
@@ -151,5 +154,40 @@ func TestCountsStayExact(t *testing.T) {
 	}
 	if total != 4*30 {
 		t.Errorf("counts add up to %d, want %d tasks", total, 4*30)
+	}
+	// So do each tenant's, spread over the shards of both stores'
+	// connections.
+	rows, err = conn.Query(ctx, `SELECT t.tenant, r.status, count(*) FROM `+schema+`.retry_runs r
+		JOIN `+schema+`.retry_tasks t ON t.seq = r.task_seq GROUP BY t.tenant, r.status`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOf := map[string]map[store.Status]int64{}
+	for rows.Next() {
+		var tn string
+		var st store.Status
+		var n int64
+		if err := rows.Scan(&tn, &st, &n); err != nil {
+			t.Fatal(err)
+		}
+		if wantOf[tn] == nil {
+			wantOf[tn] = map[store.Status]int64{}
+		}
+		wantOf[tn][st] = n
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	for _, tn := range tenants {
+		got, err := b.TenantCounts(ctx, tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range []store.Status{store.Pending, store.InFlight, store.Succeeded, store.Exhausted, store.Failed,
+			store.Cancelled} {
+			if got[st] != wantOf[tn][st] {
+				t.Errorf("TenantCounts(%s)[%s] = %d, the tables hold %d", tn, st, got[st], wantOf[tn][st])
+			}
+		}
 	}
 }

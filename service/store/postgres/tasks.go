@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/targethost"
 	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
@@ -54,10 +55,15 @@ func (s *Store) TaskGet(ctx context.Context, tenant, id string) (*store.Task, er
 // sequence number of the last task on the page. Tasks whose creation
 // commits out of the order of their sequence numbers (concurrent creates)
 // may be missed by a paging that is under way, as any task created after
-// the first page was read may be.
+// the first page was read may be. Every filter is matched by the query, on
+// an index when Tenant is set: retry_tasks_idempotency finds the one task
+// of an IdempotencyKey, retry_tasks_tenant_host a TargetHost's.
 func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Page) ([]*store.Task, string, error) {
 	if s.closed.Load() {
 		return nil, "", store.ErrClosed
+	}
+	if f.IdempotencyKey != "" && f.Tenant == "" {
+		return nil, "", fmt.Errorf("postgres: list tasks: an idempotency key without a tenant: %w", store.ErrInvalid)
 	}
 	var where []string
 	var args []any
@@ -82,14 +88,20 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 			where = append(where, "r.status IN ("+exact+")")
 		}
 	}
-	if !textOK(f.Tenant, f.PolicyID) {
-		return nil, "", nil
+	if !textOK(f.Tenant, f.PolicyID, f.IdempotencyKey, f.TargetHost) {
+		return nil, "", nil // no task has such a name
 	}
 	if f.Tenant != "" {
 		arg("t.tenant = $%d", f.Tenant)
 	}
 	if f.PolicyID != "" {
 		arg("t.policy_id = $%d", f.PolicyID)
+	}
+	if f.IdempotencyKey != "" {
+		arg("t.idempotency_key = $%d", f.IdempotencyKey)
+	}
+	if f.TargetHost != "" {
+		arg("t.target_host = $%d", targethost.Fold(f.TargetHost))
 	}
 	q := taskListSelect
 	if len(where) > 0 {

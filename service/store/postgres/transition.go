@@ -62,8 +62,8 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		if _, err := tx.Exec(ctx, `UPDATE retry_tasks SET state = $2 WHERE seq = $1`, seq, taskstate.Of(tr.To)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `WITH moves AS (SELECT $1::text AS from_s, $2::text AS to_s), `+countsCTE+` SELECT`,
-			string(from), string(tr.To)); err != nil {
+		if _, err := tx.Exec(ctx, `WITH moves AS (SELECT $1::text AS from_s, $2::text AS to_s, $3::text AS tenant), `+countsCTE+` SELECT`,
+			string(from), string(tr.To), tr.Tenant); err != nil {
 			return err
 		}
 		if out, _, err = scanTask(tx.QueryRow(ctx, taskSelect+` WHERE t.seq = $1`, seq)); err != nil {

@@ -246,12 +246,13 @@ func (s *Store) earliest(ctx context.Context, groups map[int][]string, now int64
 // claimIn runs the claim script in each partition of groups, for up to
 // limit of its candidates each.
 func (s *Store) claimIn(ctx context.Context, groups map[int][]string, now, until int64, limit int) ([]claimed, error) {
+	holder := s.holder()
 	calls := make([]*call, 0, len(groups))
 	for p, ids := range groups {
-		keys := make([]string, 3, 3+2*len(ids))
-		keys[0], keys[1], keys[2] = s.k.due(p), s.k.lease(p), s.k.counts(p)
-		args := make([]any, 5, 5+len(ids))
-		args[0], args[1], args[2], args[3], args[4] = now, until, limit, s.logCap, store.LeaseExpiredMessage
+		keys := make([]string, 5, 5+2*len(ids))
+		keys[0], keys[1], keys[2], keys[3], keys[4] = s.k.due(p), s.k.lease(p), s.k.counts(p), s.k.tenantCounts(p), s.k.held(p)
+		args := make([]any, 6, 6+len(ids))
+		args[0], args[1], args[2], args[3], args[4], args[5] = now, until, limit, s.logCap, store.LeaseExpiredMessage, holder
 		for _, id := range ids {
 			keys = append(keys, s.k.task(p, id), s.k.log(p, id))
 			args = append(args, id)
@@ -269,6 +270,9 @@ func (s *Store) claimIn(ctx context.Context, groups map[int][]string, now, until
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
+	}
+	for _, c := range out {
+		c.t.Holder = holder
 	}
 	return out, keep(out, firstErr)
 }

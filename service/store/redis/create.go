@@ -242,7 +242,7 @@ type createCall struct {
 
 func (s *Store) newCreateCall(p int) *createCall {
 	c := &createCall{args: []any{s.k.wake(p), 0}} // the number of fields is set by add
-	c.keys = []string{s.k.due(p), s.k.counts(p), s.k.refs(p)}
+	c.keys = []string{s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p)}
 	return c
 }
 

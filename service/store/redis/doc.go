@@ -39,6 +39,8 @@
 //	<prefix>{p:N}:due        sorted set of PENDING task IDs by next attempt (ms)
 //	<prefix>{p:N}:lease      sorted set of IN_FLIGHT task IDs by lease expiry (ms)
 //	<prefix>{p:N}:counts     hash of status → number of tasks, for TaskCounts
+//	<prefix>{p:N}:tcounts    hash of "<status>:<tenant>" → number of the tenant's
+//	                         tasks in that status, for TenantCounts
 //	<prefix>{p:N}:t:<id>     hash of a task's fields
 //	<prefix>{p:N}:a:<id>     list of a task's attempts, the latest WithAttemptLogCap
 //	<prefix>{p:N}:l:<state>… sorted sets of task IDs by creation order, for TaskList:
@@ -50,11 +52,19 @@
 //	                         for BodyRefsInUse
 //	<prefix>{p:N}:purged     list of the ID and key records TaskPurge has yet to
 //	                         release (empty but while it runs, or after it failed)
+//	<prefix>{p:N}:held       hash of IN_FLIGHT task ID → the instance whose lease it
+//	                         is (store.Instances), for beats and ReclaimDead
+//	<prefix>{inst}:beats     sorted set of live instances by last beat (ms)
+//	<prefix>{inst}:sendto    hash of instance → send horizon (ms, store.SendHorizon)
 //
 // Every script (lua/*.lua) names all the keys it touches in KEYS, and they
 // all belong to one partition, or for policies to one tenant
-// (<prefix>{t:<hash>}:pol:<tenant> and :polids:<tenant>): each runs in one
-// slot, so the store works on Redis Cluster unchanged. A claim moves due
+// (<prefix>{t:<hash>}:pol:<tenant> and :polids:<tenant>), or for instances
+// to {inst}: each runs in one slot, so the store works on Redis Cluster
+// unchanged. One exception: lua/leases.lua (a beat's lease extension,
+// ReclaimDead) reads the held hash first and only then knows which task
+// hashes to touch, so it names them from the partition's base; they are in
+// the partition's slot all the same. A claim moves due
 // IDs from the due set to the lease set and bumps each task's version in
 // one script run; the same script reclaims expired leases, logging the lost
 // attempt; the finish script is fenced on each task's version. Claims and

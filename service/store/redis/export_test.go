@@ -23,6 +23,7 @@ func ScriptNames(s *Store) map[string]string {
 		s.sc.create.Hash(): "create", s.sc.claim.Hash(): "claim", s.sc.finish.Hash(): "finish",
 		s.sc.transition.Hash(): "transition", s.sc.attempts.Hash(): "attempts", s.sc.policy.Hash(): "policy",
 		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list", s.sc.purge.Hash(): "purge",
+		s.sc.instance.Hash(): "instance", s.sc.bury.Hash(): "bury", s.sc.leases.Hash(): "leases",
 	}
 }
 
@@ -80,4 +81,22 @@ func PurgedLeft(ctx context.Context, s *Store) (int64, error) {
 		n += l
 	}
 	return n, nil
+}
+
+// ForgetTenantCounts empties the tenant counts and unmarks them complete,
+// as in a store written before they existed.
+func ForgetTenantCounts(ctx context.Context, s *Store) error {
+	for p := range s.parts {
+		if err := s.rdb.Del(ctx, s.k.tenantCounts(p)).Err(); err != nil {
+			return err
+		}
+	}
+	s.tenantCounted.Store(false)
+	return s.rdb.HDel(ctx, s.k.config(), configTenantCounts).Err()
+}
+
+// AddTenantCount adds n to tenant's count of status in partition p, as a
+// script of an older store would have left it.
+func AddTenantCount(ctx context.Context, s *Store, p int, status, tenant string, n int64) error {
+	return s.rdb.HIncrBy(ctx, s.k.tenantCounts(p), tenantCountField(status, tenant), n).Err()
 }

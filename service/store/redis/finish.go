@@ -91,7 +91,7 @@ type finishBatch struct {
 
 func (s *Store) newFinishBatch(p int) *finishBatch {
 	b := &finishBatch{part: p}
-	for _, k := range []string{s.k.due(p), s.k.lease(p), s.k.counts(p), s.k.done(p)} {
+	for _, k := range []string{s.k.due(p), s.k.lease(p), s.k.counts(p), s.k.done(p), s.k.tenantCounts(p), s.k.held(p)} {
 		b.key(k)
 	}
 	b.args = []any{s.k.wake(p), s.logCap}
@@ -106,11 +106,16 @@ func (b *finishBatch) add(s *Store, i int, f *store.Finish, l loc) {
 	if f.Attempt.AttemptNumber > 0 {
 		entry = encodeAttempt(&f.Attempt)
 	}
+	held := 0 // 1: take the claim's attempt back (store.Finish.Held)
+	if f.Held {
+		held = 1
+	}
 	live, dead := b.indexes(s.k.indexes(l, taskstate.Live)), 0
 	if f.Status != store.Pending {
 		dead = b.indexes(s.k.indexes(l, taskstate.Of(f.Status)))
 	}
 	b.args = append(b.args, f.TaskID, b.key(s.k.task(b.part, f.TaskID)), b.key(s.k.log(b.part, f.TaskID)), f.Version,
-		string(f.Status), epochms.Of(next), int64(f.PrevDelay), f.LastError, f.LastStatus, epochms.Of(now), entry, live, dead)
+		string(f.Status), epochms.Of(next), int64(f.PrevDelay), f.LastError, f.LastStatus, epochms.Of(now), entry, live, dead,
+		held)
 	b.items = append(b.items, i)
 }

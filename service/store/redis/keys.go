@@ -49,6 +49,25 @@ func (k keys) counts(p int) string          { return k.bases[p] + "counts" }
 func (k keys) task(p int, id string) string { return k.bases[p] + "t:" + id }
 func (k keys) log(p int, id string) string  { return k.bases[p] + "a:" + id }
 
+// held is partition p's hash of the holders of its IN_FLIGHT tasks'
+// leases (store.Instances): task ID → instance ID.
+func (k keys) held(p int) string { return k.bases[p] + "held" }
+
+// beats is the sorted set of the live instances by their last beat (ms),
+// and sendTo the hash of their send horizons (ms); one hash tag keeps them
+// in one slot, for the scripts that read both.
+func (k keys) beats() string  { return k.prefix + "{inst}:beats" }
+func (k keys) sendTo() string { return k.prefix + "{inst}:sendto" }
+
+// tenantCounts is partition p's hash of the number of each tenant's tasks
+// per status, for TenantCounts: its fields are tenantCountField's.
+func (k keys) tenantCounts(p int) string { return k.bases[p] + "tcounts" }
+
+// tenantCountField names tenant's count of status in a tenantCounts hash:
+// the status, which holds no colon, then a colon and the tenant. The
+// scripts make the same names.
+func tenantCountField(status, tenant string) string { return status + ":" + tenant }
+
 // For the retention sweep and the blob sweeps (store.Purger): done is the
 // sorted set of partition p's terminal task IDs by when they ended (ms),
 // refs the hash of each body reference its tasks hold → how many hold it,

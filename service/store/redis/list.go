@@ -3,6 +3,7 @@ package redis
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
+	"github.com/retrykit/retry/service/store/internal/targethost"
 	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
@@ -20,21 +22,40 @@ type listed struct {
 	t   *store.Task
 }
 
+// listBudget bounds the list index entries one TaskList examines: a
+// filter the indexes do not cover (TargetHost, a PolicyID without a
+// Tenant, one of PENDING and IN_FLIGHT) is matched task by task, and a
+// rare match must not make one call read a whole store. Past it, the page
+// ends short, with a token that resumes the walk where it stopped.
+const listBudget = 5 * store.MaxPageLimit
+
+// hostChunk is how many entries TaskList reads at a time while matching a
+// TargetHost, which it does on the URL alone: matches of a host are
+// typically sparse, so fewer, larger reads walk faster.
+const hostChunk = 256
+
 // TaskList lists tasks newest first; see store.Store. It merges the list
 // indexes of every partition (of one, when both Tenant and PolicyID are
-// given) in the states the filter names; the page token is the creation
-// sequence of the last task on the page.
+// given) in the states the filter names, matching the rest of the filter
+// task by task, within listBudget entries a call; the page token is the
+// creation sequence of the last task on the page, or of the last entry
+// examined when the budget ran out. An IdempotencyKey is looked up in the
+// record that deduplicates creates, which names its one task.
 func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Page) ([]*store.Task, string, error) {
 	if err := s.open("list tasks"); err != nil {
 		return nil, "", err
 	}
+	if f.IdempotencyKey != "" && f.Tenant == "" {
+		return nil, "", fmt.Errorf("redis: list tasks: an idempotency key without a tenant: %w", store.ErrInvalid)
+	}
 	cursor := "+inf"
+	var after int64 // the token's sequence; 0 for the first page
 	if page.Token != "" {
 		seq, err := pagetoken.DecodeInt("task", page.Token)
 		if err != nil {
 			return nil, "", fmt.Errorf("redis: list tasks: %w", err)
 		}
-		cursor = "(" + itoa(seq)
+		cursor, after = "("+itoa(seq), seq
 	}
 	states := taskstate.All()
 	if len(f.Statuses) > 0 {
@@ -48,17 +69,38 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 			}
 		}
 	}
+	if f.IdempotencyKey != "" {
+		items, err := s.listByKey(ctx, f, after)
+		return items, "", s.fail("list tasks", err)
+	}
 	sources := s.sources(f, states)
 	limit := store.PageLimit(page.Limit)
 	var out []listed
+	examined, stopped := 0, int64(0)
 	for len(out) <= limit {
+		if examined >= listBudget {
+			// The budget is spent: the page ends here, and the next one
+			// resumes after the last entry examined.
+			return pageOf(out), pagetoken.EncodeInt("task", stopped), nil
+		}
 		want := limit + 1 - len(out)
+		if f.TargetHost != "" {
+			want = max(want, hostChunk)
+		}
+		want = min(want, listBudget-examined)
 		cands, exhausted, err := s.listCandidates(ctx, sources, cursor, want)
 		if err != nil {
 			return nil, "", s.fail("list tasks", err)
 		}
 		if len(cands) == 0 {
 			break
+		}
+		examined, stopped = examined+len(cands), cands[len(cands)-1].seq
+		if f.TargetHost != "" {
+			// Only the tasks of the host are read whole.
+			if cands, err = s.ofHost(ctx, cands, f.TargetHost); err != nil {
+				return nil, "", s.fail("list tasks", err)
+			}
 		}
 		tasks, err := s.load(ctx, cands)
 		if err != nil {
@@ -69,7 +111,7 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 				out = append(out, listed{seq: cands[i].seq, t: t})
 			}
 		}
-		cursor = "(" + itoa(cands[len(cands)-1].seq)
+		cursor = "(" + itoa(stopped)
 		if exhausted {
 			break
 		}
@@ -79,17 +121,83 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 		out = out[:limit]
 		next = pagetoken.EncodeInt("task", out[limit-1].seq)
 	}
+	return pageOf(out), next, nil
+}
+
+// pageOf returns the tasks of out.
+func pageOf(out []listed) []*store.Task {
 	items := make([]*store.Task, len(out))
 	for i, l := range out {
 		items[i] = l.t
 	}
-	return items, next, nil
+	return items
+}
+
+// ofHost returns the entries of cands whose task's target URL has host,
+// reading only the URLs.
+func (s *Store) ofHost(ctx context.Context, cands []entry, host string) ([]entry, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*goredis.SliceCmd, len(cands))
+	for i, e := range cands {
+		cmds[i] = pipe.HMGet(ctx, s.k.task(e.part, e.id), "url")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	var out []entry
+	for i, cmd := range cmds {
+		if u, ok := cmd.Val()[0].(string); ok && targethost.Matches(u, host) {
+			out = append(out, cands[i])
+		}
+	}
+	return out, nil
+}
+
+// listByKey lists the task f.IdempotencyKey names for f.Tenant, if it
+// matches the rest of f and comes after the page token's sequence (when
+// after is not 0): a list of one task at most, so of one page.
+func (s *Store) listByKey(ctx context.Context, f store.TaskFilter, after int64) ([]*store.Task, error) {
+	rec, err := s.rdb.Get(ctx, s.k.idem(f.Tenant, f.IdempotencyKey)).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fields, err := unpack(rec)
+	if err != nil || len(fields) != 3 {
+		return nil, errCorrupt
+	}
+	l, err := decodeLoc(fields[2])
+	if err != nil || l.part >= s.parts {
+		return nil, errCorrupt
+	}
+	m, err := s.rdb.HGetAll(ctx, s.k.task(l.part, fields[0])).Result()
+	if err != nil || len(m) == 0 {
+		return nil, err // a reservation whose create was cut short has no task yet
+	}
+	t, err := decodeTask(flatten(m))
+	if err != nil {
+		return nil, err
+	}
+	seq, err := strconv.ParseInt(m["seq"], 10, 64)
+	if err != nil {
+		return nil, errCorrupt
+	}
+	if t.Tenant != f.Tenant || t.IdempotencyKey != f.IdempotencyKey || (after > 0 && seq >= after) || !matches(t, f) {
+		return nil, nil
+	}
+	return []*store.Task{t}, nil
 }
 
 // matches applies what the indexes do not: a status among those of one
-// state, a policy across tenants, and a status that changed since.
+// state, a policy across tenants, a status that changed since, and the
+// target's host.
 func matches(t *store.Task, f store.TaskFilter) bool {
 	if f.PolicyID != "" && t.PolicyID != f.PolicyID {
+		return false
+	}
+	if f.TargetHost != "" && !targethost.Matches(t.TargetURL, f.TargetHost) {
 		return false
 	}
 	return len(f.Statuses) == 0 || slices.Contains(f.Statuses, t.Status)

@@ -122,7 +122,8 @@ func (s *Store) purgeRound(ctx context.Context, before int64, limit int) (int, [
 		c := byPart[x.part]
 		if c == nil {
 			c = &purgeCall{args: []any{before}}
-			for _, k := range []string{s.k.done(x.part), s.k.counts(x.part), s.k.refs(x.part), s.k.purged(x.part)} {
+			for _, k := range []string{s.k.done(x.part), s.k.counts(x.part), s.k.refs(x.part), s.k.purged(x.part),
+				s.k.tenantCounts(x.part)} {
 				c.key(k)
 			}
 			byPart[x.part] = c

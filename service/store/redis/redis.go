@@ -88,8 +88,20 @@ type Store struct {
 	turn   atomic.Uint64 // rotates which partition a fair claim serves first
 
 	doneFilled atomic.Bool // the done sets are known complete (see backfillDone)
+	// tenantCounted says the tenant counts are known complete (see
+	// backfillTenantCounts).
+	tenantCounted atomic.Bool
 
 	creates *coalesce.Coalescer[*store.Task, store.CreateResult] // TaskCreate's batches
+
+	// inst is the instance this Store is (store.Instances); sendMu makes
+	// MaySend's callers wait for one write of the horizon.
+	inst struct {
+		sync.Mutex
+		id     string
+		sendTo int64 // the horizon written (ms); 0: nothing sent yet
+	}
+	sendMu sync.Mutex
 
 	life      context.Context // cancelled by Close: ends every Listen
 	stop      context.CancelFunc
@@ -200,8 +212,15 @@ func (s *Store) setup(ctx context.Context, cfg config) error {
 		want = DefaultPartitions
 	}
 	configKey := keys{prefix: cfg.prefix}.config() // the partitions are not known yet
-	if err := s.rdb.HSetNX(ctx, configKey, "partitions", want).Err(); err != nil {
+	created, err := s.rdb.HSetNX(ctx, configKey, "partitions", want).Result()
+	if err != nil {
 		return err
+	}
+	if created {
+		// A new store keeps its tenant counts from its first task on.
+		if err := s.rdb.HSet(ctx, configKey, configTenantCounts, "1").Err(); err != nil {
+			return err
+		}
 	}
 	got, err := s.rdb.HGet(ctx, configKey, "partitions").Int()
 	if err != nil {

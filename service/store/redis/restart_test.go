@@ -98,6 +98,9 @@ func TestServerKilled(t *testing.T) {
 			}
 			srv.start()
 			waitUp(t, s)
+			// Wake-ups published before Listen subscribes again are lost by
+			// design (Pub/Sub); the store's fallback is the scheduler's resync.
+			waitSubscribed(t, srv.url(), redis.WakeChannel(s, s.Partition("acme", "p0")), 1)
 
 			after := snapshot(t, s, tasks)
 			for id, b := range before {

@@ -31,25 +31,38 @@ var (
 	dueLua string
 	//go:embed lua/purge.lua
 	purgeLua string
+	//go:embed lua/tcountsfill.lua
+	tcountsFillLua string
+	//go:embed lua/instance.lua
+	instanceLua string
+	//go:embed lua/bury.lua
+	buryLua string
+	//go:embed lua/leases.lua
+	leasesLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
 type scripts struct {
-	create, claim, finish, transition, list, attempts, policy, release, due, purge *goredis.Script
+	create, claim, finish, transition, list, attempts, policy, release, due, purge, tcountsFill *goredis.Script
+	instance, bury, leases                                                                      *goredis.Script
 }
 
 func newScripts() scripts {
 	return scripts{
-		create:     goredis.NewScript(createLua),
-		claim:      goredis.NewScript(claimLua),
-		finish:     goredis.NewScript(finishLua),
-		transition: goredis.NewScript(transitionLua),
-		list:       goredis.NewScript(listLua),
-		attempts:   goredis.NewScript(attemptsLua),
-		policy:     goredis.NewScript(policyLua),
-		release:    goredis.NewScript(releaseLua),
-		due:        goredis.NewScript(dueLua),
-		purge:      goredis.NewScript(purgeLua),
+		create:      goredis.NewScript(createLua),
+		claim:       goredis.NewScript(claimLua),
+		finish:      goredis.NewScript(finishLua),
+		transition:  goredis.NewScript(transitionLua),
+		list:        goredis.NewScript(listLua),
+		attempts:    goredis.NewScript(attemptsLua),
+		policy:      goredis.NewScript(policyLua),
+		release:     goredis.NewScript(releaseLua),
+		due:         goredis.NewScript(dueLua),
+		purge:       goredis.NewScript(purgeLua),
+		tcountsFill: goredis.NewScript(tcountsFillLua),
+		instance:    goredis.NewScript(instanceLua),
+		bury:        goredis.NewScript(buryLua),
+		leases:      goredis.NewScript(leasesLua),
 	}
 }
 

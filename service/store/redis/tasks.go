@@ -56,7 +56,8 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		return nil, fmt.Errorf("redis: task %s: %w", tr.TaskID, store.ErrNotFound)
 	}
 	p := l.part
-	keys := []string{s.k.task(p, tr.TaskID), s.k.due(p), s.k.lease(p), s.k.counts(p), s.k.done(p)}
+	keys := []string{s.k.task(p, tr.TaskID), s.k.due(p), s.k.lease(p), s.k.counts(p), s.k.done(p),
+		s.k.tenantCounts(p)}
 	args := []any{s.k.wake(p), tr.TaskID, string(tr.To), epochms.Of(now), len(tr.From)}
 	states := []string{taskstate.Of(tr.To)}
 	for _, st := range tr.From {

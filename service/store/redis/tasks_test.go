@@ -31,6 +31,10 @@ func TestCreateCutShort(t *testing.T) {
 	if items, _, err := s.TaskList(ctx, store.TaskFilter{Tenant: "acme"}, store.Page{}); err != nil || len(items) != 0 {
 		t.Errorf("TaskList = %d tasks, %v; want none", len(items), err)
 	}
+	if items, _, err := s.TaskList(ctx, store.TaskFilter{Tenant: "acme", IdempotencyKey: "k1"}, store.Page{}); err != nil ||
+		len(items) != 0 {
+		t.Errorf("TaskList(its key) = %d tasks, %v; want none", len(items), err)
+	}
 	other := *in
 	other.ID, other.RequestHash = "", "h2"
 	if _, _, err := s.TaskCreate(ctx, &other); !errors.Is(err, store.ErrConflict) {
@@ -113,4 +117,134 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A TaskList matching a TargetHost task by task examines a bounded number
+// of list entries: past them, the page ends short (here empty) with a
+// token that resumes the walk, and the walk still finds every task.
+func TestTaskListHostBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := sharedURL(t)
+	s := closeAtEnd(t, open(t, url, newPrefix(t, url)))
+	mk := func(key, target string) *store.Task {
+		return &store.Task{Tenant: "acme", IdempotencyKey: key, RequestHash: "h", PolicyID: "p", TargetURL: target,
+			Method: "POST", CreatedAt: t0, NextAttemptAt: t0}
+	}
+	first, _, err := s.TaskCreate(ctx, mk("first", "http://rare.example/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const others = 6000 // more than one call examines
+	for n := 0; n < others; n += 1000 {
+		batch := make([]*store.Task, 1000)
+		for i := range batch {
+			batch[i] = mk(fmt.Sprintf("o%d", n+i), "http://common.example/")
+		}
+		if _, err := s.TaskCreateBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := store.TaskFilter{Tenant: "acme", TargetHost: "RARE.example"}
+	var got []*store.Task
+	token, calls := "", 0
+	for {
+		items, next, err := s.TaskList(ctx, f, store.Page{Token: token, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		if calls == 1 && (len(items) != 0 || next == "") {
+			t.Errorf("first page = %d tasks, token %q; want none and a token (the budget spent)", len(items), next)
+		}
+		got = append(got, items...)
+		if next == "" {
+			break
+		}
+		if calls > 3 {
+			t.Fatalf("%d calls and the walk goes on", calls)
+		}
+		token = next
+	}
+	if len(got) != 1 || got[0].ID != first.ID {
+		t.Errorf("listed %d tasks, want the rare host's one", len(got))
+	}
+}
+
+// A store written before tenant counts were kept gets them from its list
+// indexes at the first TenantCounts, and keeps them after.
+func TestTenantCountsBackfill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := sharedURL(t)
+	prefix := newPrefix(t, url)
+	s := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
+	mk := func(tn, key, policy string) *store.Task {
+		got, _, err := s.TaskCreate(ctx, &store.Task{Tenant: tn, IdempotencyKey: key, RequestHash: "h", PolicyID: policy,
+			TargetURL: "http://127.0.0.1:9/", Method: "POST", CreatedAt: t0, NextAttemptAt: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var acme []*store.Task
+	for i := range 12 {
+		acme = append(acme, mk("acme", fmt.Sprintf("k%d", i), fmt.Sprintf("p%d", i%5))) // over several partitions
+	}
+	mk("other:acme", "k0", "p0")
+	claimed, err := s.TaskClaim(ctx, store.ClaimParams{Now: t0, Lease: time.Minute, Limit: 5,
+		IDs: []string{acme[0].ID, acme[1].ID, acme[2].ID, acme[3].ID, acme[4].ID}})
+	if err != nil || len(claimed) != 5 {
+		t.Fatalf("TaskClaim = %d, %v", len(claimed), err)
+	}
+	var fs []store.Finish
+	for i, c := range claimed[:3] {
+		st := []store.Status{store.Succeeded, store.Failed, store.Pending}[i]
+		fs = append(fs, store.Finish{TaskID: c.ID, Version: c.Version, Status: st, Now: t0, NextAttemptAt: t0})
+	}
+	if _, err := s.TaskFinish(ctx, fs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TaskTransition(ctx, store.Transition{Tenant: "acme", TaskID: acme[11].ID,
+		From: []store.Status{store.Pending}, To: store.Cancelled, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[store.Status]int64{store.Pending: 7, store.InFlight: 2, store.Succeeded: 1, store.Failed: 1,
+		store.Exhausted: 0, store.Cancelled: 1}
+	check := func(when string, s *redis.Store, tn string, want map[store.Status]int64) {
+		t.Helper()
+		got, err := s.TenantCounts(ctx, tn)
+		if err != nil {
+			t.Fatalf("%s: TenantCounts(%s) = %v", when, tn, err)
+		}
+		for st, n := range want {
+			if got[st] != n {
+				t.Errorf("%s: TenantCounts(%s)[%s] = %d, want %d", when, tn, st, got[st], n)
+			}
+		}
+	}
+	check("kept", s, "acme", want)
+
+	// As an older store would be: no tenant counts, and a count below
+	// zero that a purge of an older task left.
+	if err := redis.ForgetTenantCounts(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := redis.AddTenantCount(ctx, s, 1, "SUCCEEDED", "gone", -1); err != nil {
+		t.Fatal(err)
+	}
+	// Another instance, which does not make the store, fills them in.
+	s2 := closeAtEnd(t, open(t, url, prefix))
+	check("filled", s2, "acme", want)
+	check("filled", s2, "other:acme", map[store.Status]int64{store.Pending: 1})
+	check("filled", s2, "gone", map[store.Status]int64{store.Succeeded: 0})
+	// And they are kept from then on.
+	if _, err := s2.TaskTransition(ctx, store.Transition{Tenant: "acme", TaskID: acme[10].ID,
+		From: []store.Status{store.Pending}, To: store.Cancelled, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	want[store.Pending]--
+	want[store.Cancelled]++
+	check("kept after", s, "acme", want)
+	check("kept after", s2, "acme", want)
 }

@@ -76,13 +76,25 @@ func (s *Store) readTx(ctx context.Context) (*sql.Tx, error) {
 // TaskCounts returns the number of tasks in each state from a table every
 // write keeps in step, so it costs the same with any number of tasks.
 func (s *Store) TaskCounts(ctx context.Context) (map[store.Status]int64, error) {
-	st, err := s.read(ctx, `SELECT status, n FROM task_counts`)
+	return s.counts(ctx, "task counts", `SELECT status, n FROM task_counts`)
+}
+
+// TenantCounts returns the number of tenant's tasks in each state from a
+// table every write keeps in step, as TaskCounts does: a few rows read by
+// their key, whatever the number of the tenant's tasks.
+func (s *Store) TenantCounts(ctx context.Context, tenant string) (map[store.Status]int64, error) {
+	return s.counts(ctx, "tenant counts", `SELECT status, n FROM tenant_counts WHERE tenant = ?`, tenant)
+}
+
+// counts reads (status, n) rows into a map that has every status.
+func (s *Store) counts(ctx context.Context, what, query string, args ...any) (map[store.Status]int64, error) {
+	st, err := s.read(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: task counts: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
-	rows, err := st.QueryContext(ctx)
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: task counts: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	defer rows.Close()
 	out := map[store.Status]int64{
@@ -93,12 +105,12 @@ func (s *Store) TaskCounts(ctx context.Context) (map[store.Status]int64, error) 
 		var st store.Status
 		var n int64
 		if err := rows.Scan(&st, &n); err != nil {
-			return nil, fmt.Errorf("sqlite: task counts: %w", err)
+			return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 		}
 		out[st] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: task counts: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	return out, nil
 }

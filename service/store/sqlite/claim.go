@@ -129,7 +129,7 @@ func (w *wtx) claimPending(ids []string, now, leaseUntil int64) ([]claimed, erro
 	})
 	for i := range got {
 		got[i].due = epochms.Of(got[i].t.NextAttemptAt)
-		w.move(store.Pending, store.InFlight)
+		w.move(got[i].t.Tenant, store.Pending, store.InFlight)
 	}
 	return got, err
 }
@@ -183,8 +183,6 @@ func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]claimed, error)
 		seqs[i] = c.seq
 		if c.expired {
 			expired = append(expired, c.seq)
-		} else {
-			w.move(store.Pending, store.InFlight)
 		}
 	}
 	if err := w.inList(`INSERT OR FAIL INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
@@ -212,6 +210,9 @@ func (w *wtx) claim(cands []candidate, now, leaseUntil int64) ([]claimed, error)
 	}
 	for i := range got {
 		got[i].candidate = due[got[i].seq]
+		if !got[i].expired { // an expired lease stays IN_FLIGHT
+			w.move(got[i].t.Tenant, store.Pending, store.InFlight)
+		}
 	}
 	return got, nil
 }

@@ -76,7 +76,7 @@ func (w *wtx) finishRound(items []finishRef) error {
 		byID[f.TaskID] = r
 		now, next := prep.FinishTimes(f)
 		row := []any{f.TaskID, f.Version, string(f.Status), epochms.Of(next), int64(f.PrevDelay), f.LastError,
-			f.LastStatus, epochms.Of(now), min(f.Attempt.AttemptNumber, 1)}
+			f.LastStatus, epochms.Of(now), min(f.Attempt.AttemptNumber, 1), held(f)}
 		if f.Status == store.Pending {
 			retries = append(retries, row)
 		} else {
@@ -92,10 +92,10 @@ func (w *wtx) finishRound(items []finishRef) error {
 	// Two statements, because SQLite updates every index that mentions a
 	// column the SET list names, whatever its new value: a retry must not
 	// name state.
-	if err := w.bulk(finishRetrySQL, 9, retries, collect); err != nil {
+	if err := w.bulk(finishRetrySQL, 10, retries, collect); err != nil {
 		return err
 	}
-	if err := w.bulk(finishEndSQL, 9, ends, collect); err != nil {
+	if err := w.bulk(finishEndSQL, 10, ends, collect); err != nil {
 		return err
 	}
 	if err := w.bulk(attemptInsertSQL, 8, attempts, nil); err != nil {
@@ -105,15 +105,15 @@ func (w *wtx) finishRound(items []finishRef) error {
 }
 
 const finishUpdateSQL = `WITH v(v_id, v_version, v_status, v_next, v_prev_delay, v_last_error, v_last_status, v_now,
-		v_logged) AS (VALUES %s)
+		v_logged, v_held) AS (VALUES %s)
 	UPDATE OR FAIL tasks SET %s, prev_delay_ns = v_prev_delay, last_error = v_last_error, last_status = v_last_status,
 		lease_until = 0, updated_at = v_now, version = version + 1, log_count = log_count + v_logged
 	FROM v WHERE id = v_id AND version = v_version AND status = 'IN_FLIGHT'
-	RETURNING id, seq, log_count`
+	RETURNING id, seq, log_count, tenant`
 
 var (
 	finishRetrySQL = fmt.Sprintf(finishUpdateSQL, "%s",
-		"status = 'PENDING', wake_at = v_next, next_attempt_at = v_next")
+		"status = 'PENDING', wake_at = v_next, next_attempt_at = v_next, attempt_number = attempt_number - v_held")
 	finishEndSQL = fmt.Sprintf(finishUpdateSQL, "%s",
 		"state = v_status, status = v_status, finished_at = v_now")
 )
@@ -121,21 +121,31 @@ var (
 const attemptInsertSQL = `INSERT OR FAIL INTO attempts (task_seq, n, attempt_number, started_at, duration_ns,
 	response_status, error_message, response_body) VALUES %s`
 
+// held is 1 for a Finish that takes its claim's attempt back
+// (store.Finish.Held), else 0: what the retry's UPDATE subtracts from the
+// attempt count.
+func held(f *store.Finish) int {
+	if f.Held {
+		return 1
+	}
+	return 0
+}
+
 // finished reads the tasks an UPDATE of finishRound changed, counts them
 // and appends the rows of their attempts to attempts.
 // What is left in byID was not changed.
 func (w *wtx) finished(rows *sql.Rows, byID map[string]finishRef, attempts [][]any) ([][]any, error) {
 	defer rows.Close()
 	for rows.Next() {
-		var id string
+		var id, tenant string
 		var seq, n int64
-		if err := rows.Scan(&id, &seq, &n); err != nil {
+		if err := rows.Scan(&id, &seq, &n, &tenant); err != nil {
 			return nil, err
 		}
 		r := byID[id]
 		delete(byID, id)
 		f := r.f()
-		w.move(store.InFlight, f.Status)
+		w.move(tenant, store.InFlight, f.Status)
 		if a := &f.Attempt; a.AttemptNumber > 0 {
 			attempts = append(attempts, []any{seq, n - 1, a.AttemptNumber, epochms.Of(a.StartedAt), int64(a.Duration),
 				a.ResponseStatus, a.ErrorMessage, a.ResponseBody})

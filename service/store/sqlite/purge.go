@@ -21,7 +21,7 @@ func (s *Store) TaskPurge(ctx context.Context, before time.Time, limit int) ([]s
 	var n int
 	err := s.write(ctx, &writeOp{run: func(w *wtx) error {
 		refs, n = nil, 0 // the writer may run this again
-		rows, err := w.query(`SELECT t.seq, t.status, p.body_ref FROM tasks t INDEXED BY tasks_finished
+		rows, err := w.query(`SELECT t.seq, t.tenant, t.status, p.body_ref FROM tasks t INDEXED BY tasks_finished
 			JOIN task_payloads p ON p.task_seq = t.seq
 			WHERE t.state != 'LIVE' AND t.finished_at < ? ORDER BY t.finished_at LIMIT ?`,
 			epochms.Of(before), limit)
@@ -29,16 +29,16 @@ func (s *Store) TaskPurge(ctx context.Context, before time.Time, limit int) ([]s
 			return err
 		}
 		var seqs []any
-		var statuses []store.Status
+		var counted []countKey
 		for rows.Next() {
 			var seq int64
-			var st store.Status
+			var k countKey
 			var ref string
-			if err := rows.Scan(&seq, &st, &ref); err != nil {
+			if err := rows.Scan(&seq, &k.tenant, &k.status, &ref); err != nil {
 				rows.Close()
 				return err
 			}
-			seqs, statuses = append(seqs, seq), append(statuses, st)
+			seqs, counted = append(seqs, seq), append(counted, k)
 			if ref != "" {
 				refs = append(refs, ref)
 			}
@@ -55,8 +55,8 @@ func (s *Store) TaskPurge(ctx context.Context, before time.Time, limit int) ([]s
 				return err
 			}
 		}
-		for _, st := range statuses {
-			w.delta[st]--
+		for _, k := range counted {
+			w.move(k.tenant, k.status, "")
 		}
 		n = len(seqs)
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/retrykit/retry/service/store/internal/headerjson"
 	"github.com/retrykit/retry/service/store/internal/pagetoken"
 	"github.com/retrykit/retry/service/store/internal/prep"
+	"github.com/retrykit/retry/service/store/internal/targethost"
 	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
@@ -79,11 +80,11 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	var seq int64
 	err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
 		wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
-		claimed_at, version, log_count, created_at, updated_at, finished_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0)
+		claimed_at, version, log_count, created_at, updated_at, finished_at, target_host)
+		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0, ?9)
 		ON CONFLICT DO NOTHING RETURNING seq`,
 		t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, epochms.Of(t.NextAttemptAt),
-		epochms.Of(t.BudgetStart), epochms.Of(t.CreatedAt)).Scan(&seq)
+		epochms.Of(t.BudgetStart), epochms.Of(t.CreatedAt), targethost.Of(t.TargetURL)).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return w.taken(t)
 	}
@@ -99,7 +100,7 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 		t.BodyRef, t.BodySize); err != nil {
 		return nil, err
 	}
-	w.move("", store.Pending)
+	w.move(t.Tenant, "", store.Pending)
 	return nil, nil
 }
 
@@ -139,8 +140,13 @@ func (s *Store) TaskGet(ctx context.Context, tenant, id string) (*store.Task, er
 }
 
 // TaskList lists tasks newest first; the page token is the creation
-// sequence number of the last task on the page.
+// sequence number of the last task on the page. Every filter is matched by
+// the query, on an index when Tenant is set: tasks_idempotency finds the
+// one task of an IdempotencyKey, tasks_tenant_host a TargetHost's.
 func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Page) ([]*store.Task, string, error) {
+	if f.IdempotencyKey != "" && f.Tenant == "" {
+		return nil, "", fmt.Errorf("sqlite: list tasks: an idempotency key without a tenant: %w", store.ErrInvalid)
+	}
 	var where []string
 	var args []any
 	if page.Token != "" {
@@ -155,6 +161,12 @@ func (s *Store) TaskList(ctx context.Context, f store.TaskFilter, page store.Pag
 	}
 	if f.PolicyID != "" {
 		where, args = append(where, "t.policy_id = ?"), append(args, f.PolicyID)
+	}
+	if f.IdempotencyKey != "" {
+		where, args = append(where, "t.idempotency_key = ?"), append(args, f.IdempotencyKey)
+	}
+	if f.TargetHost != "" {
+		where, args = append(where, "t.target_host = ?"), append(args, targethost.Fold(f.TargetHost))
 	}
 	if len(f.Statuses) > 0 {
 		states, statuses, err := statusLists(f.Statuses)
@@ -242,7 +254,7 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 		if _, err := w.exec(`UPDATE tasks SET `+set+` WHERE seq = ?2`, epochms.Of(now), seq); err != nil {
 			return err
 		}
-		w.move(from, tr.To)
+		w.move(tr.Tenant, from, tr.To)
 		out, err = w.taskBySeq(seq)
 		return err
 	}})

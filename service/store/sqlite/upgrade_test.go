@@ -68,4 +68,10 @@ func TestUpgradeFromSchema1(t *testing.T) {
 	if err != nil || counts[store.Succeeded] != 0 || counts[store.Pending] != 1 {
 		t.Errorf("TaskCounts = %v, %v", counts, err)
 	}
+	// The tenant counts, which schema 3 brought, count the tasks stored
+	// before it.
+	tcounts, err := s.TenantCounts(ctx, "t")
+	if err != nil || tcounts[store.Succeeded] != 0 || tcounts[store.Pending] != 1 || len(tcounts) != 6 {
+		t.Errorf("TenantCounts = %v, %v", tcounts, err)
+	}
 }

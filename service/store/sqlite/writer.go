@@ -38,7 +38,14 @@ type wtx struct {
 	conn      *sql.Conn
 	stmts     map[string]*sql.Stmt
 	bulkStmts map[bulkKey]*sql.Stmt
-	delta     map[store.Status]int64
+	delta     map[countKey]int64
+}
+
+// countKey is a tenant's count of one status: the unit the writes change
+// the counts in, and the key of a row of tenant_counts.
+type countKey struct {
+	tenant string
+	status store.Status
 }
 
 // write queues run for the writer and waits for the commit that makes it
@@ -165,7 +172,7 @@ func (w *wtx) try(units []func(*wtx) error, results []error, failed []bool) (wro
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
 		return false, false, fmt.Errorf("sqlite: begin: %w", err)
 	}
-	total := map[store.Status]int64{}
+	total := map[countKey]int64{}
 	shared := len(units)-count(failed) > 1
 	for i, unit := range units {
 		if failed[i] {
@@ -179,7 +186,7 @@ func (w *wtx) try(units []func(*wtx) error, results []error, failed []bool) (wro
 		}
 		clear(w.delta)
 		if w.delta == nil {
-			w.delta = map[store.Status]int64{}
+			w.delta = map[countKey]int64{}
 		}
 		if results[i] = unit(w); results[i] == nil {
 			wrote = true
@@ -253,16 +260,33 @@ func answer(owners [][]*writeOp, results []error, err error) {
 	}
 }
 
-// move counts a task leaving state from for state to.
-func (w *wtx) move(from, to store.Status) {
+// move counts a task of tenant leaving status from (none for a new task)
+// for status to (none for a deleted one).
+func (w *wtx) move(tenant string, from, to store.Status) {
 	if from != "" {
-		w.delta[from]--
+		w.delta[countKey{tenant, from}]--
 	}
-	w.delta[to]++
+	if to != "" {
+		w.delta[countKey{tenant, to}]++
+	}
 }
 
-func (w *wtx) applyCounts(total map[store.Status]int64) error {
-	for st, d := range total {
+// applyCounts writes the count changes of a transaction: the totals of
+// task_counts, and each tenant's of tenant_counts, whose row of a status
+// is made the first time one of its tasks enters it.
+func (w *wtx) applyCounts(total map[countKey]int64) error {
+	byStatus := map[store.Status]int64{}
+	for k, d := range total {
+		if d == 0 {
+			continue
+		}
+		byStatus[k.status] += d
+		if _, err := w.exec(`INSERT INTO tenant_counts (tenant, status, n) VALUES (?1, ?2, ?3)
+			ON CONFLICT (tenant, status) DO UPDATE SET n = n + ?3`, k.tenant, string(k.status), d); err != nil {
+			return fmt.Errorf("sqlite: tenant counts: %w", err)
+		}
+	}
+	for st, d := range byStatus {
 		if d == 0 {
 			continue
 		}

@@ -145,6 +145,7 @@ func testClose(t *testing.T, newStore NewStore) {
 	_, calls["TaskFinish"] = s.TaskFinish(ctx, []store.Finish{finishOf(tk, store.Succeeded, t0)})
 	_, _, calls["PolicyPut"] = s.PolicyPut(ctx, &store.Policy{Tenant: tenant, ID: "p", Spec: []byte("{}")})
 	_, calls["TaskCounts"] = s.TaskCounts(ctx)
+	_, calls["TenantCounts"] = s.TenantCounts(ctx, tenant)
 	for name, err := range calls {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)

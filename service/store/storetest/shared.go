@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ func RunShared(t *testing.T, newStores NewSharedStores) {
 		{"ClaimApart", testClaimApart},
 		{"LeaseTakenOver", testLeaseTakenOver},
 		{"Feed", testFeedShared},
+		{"DeadInstance", testDeadInstance},
+		{"BeatKeepsLeases", testBeatKeepsLeases},
+		{"InstancesAlive", testInstancesAlive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +62,17 @@ func testSeeEachOther(t *testing.T, a, b store.Store) {
 	}
 	if got := get(t, a, tenant, tk.ID); got.Status != store.Cancelled {
 		t.Errorf("first store sees %s, want CANCELLED", got.Status)
+	}
+	// Each sees the counts of the other's writes (a create on one, a
+	// cancel on the other), with its own added.
+	create(t, b, newTask(tenant, "k2"))
+	for i, s := range []store.Store{a, b} {
+		got, err := s.TenantCounts(context.Background(), tenant)
+		if err != nil {
+			t.Fatalf("TenantCounts on store %d = %v", i+1, err)
+		}
+		checkCounts(t, fmt.Sprintf("TenantCounts on store %d", i+1), got,
+			map[store.Status]int64{store.Pending: 1, store.Cancelled: 1})
 	}
 }
 

@@ -261,6 +261,9 @@ func listAll(t *testing.T, s store.Store, f store.TaskFilter, size int) []string
 		if next == "" {
 			return got
 		}
+		if next == token {
+			t.Fatalf("TaskList(%+v) answered its own token %q again: the walk does not move", f, token)
+		}
 		token = next
 	}
 }

@@ -33,74 +33,6 @@ type Env struct {
 	Stderr io.Writer
 }
 
-const usage = `retryctl talks to retryd.
-
-Usage: retryctl [--url URL] [--token TOKEN] [--json] COMMAND [ARGS]
-
-Commands:
-  tasks submit --policy ID --target URL [--method M] [-H 'Name: value']...
-               [--body TEXT | --body-file FILE|- | --body-ref s3://BUCKET/KEY]
-               [--idempotency-key KEY]
-               [--not-before TIME]   first attempt not before TIME: RFC 3339,
-                                     epoch ms, or a duration from now (90s, 2h)
-  tasks submit --file TASKS.jsonl|-  one task object per line, as POST /retry-tasks
-               takes it; sent 1,000 at a time; prints what was created, repeated
-               and refused (each refused line with its error); exit 1 if any was
-  tasks get TASK_ID
-  tasks list [--status S[,S…]] [--policy ID] [--limit N] [--page-token T]
-  tasks cancel TASK_ID
-  tasks attempts TASK_ID [--limit N] [--page-token T]
-  policies put POLICY_ID [--spec JSON | --file FILE|-]
-  policies get POLICY_ID
-  policies list [--limit N] [--page-token T]
-  dead-letters list [--policy ID] [--limit N] [--page-token T]
-  dead-letters redrive TASK_ID
-  kafka replay --topic T [--brokers H:P,…] [--to main|retry] [--tiers N]
-               [--since T] [--until T] [--error-type TYPE] [--dry-run]
-               republish a Kafka consumer's dead letters (T-dlq); -h for details
-
-Global flags (also accepted after the command):
-  --url URL      retryd's address (env RETRYD_URL, default ` + DefaultURL + `)
-  --token TOKEN  bearer token (env RETRYD_TOKEN)
-  --json         print the API's JSON instead of tables
-
-Exit status: 0 on success, 1 when a request fails, 2 for a bad command line.
-`
-
-// command is one "group verb" of retryctl.
-type command struct {
-	group, verb string
-	positional  []string // names of the required arguments
-	flags       func(fs *flag.FlagSet) func(ctx context.Context, r *runner, args []string) error
-}
-
-func commands() []command {
-	return []command{
-		{"tasks", "submit", nil, submitFlags},
-		{"tasks", "get", []string{"TASK_ID"}, noFlags(taskGet)},
-		{"tasks", "list", nil, taskListFlags},
-		{"tasks", "cancel", []string{"TASK_ID"}, noFlags(taskCancel)},
-		{"tasks", "attempts", []string{"TASK_ID"}, attemptsFlags},
-		{"policies", "put", []string{"POLICY_ID"}, policyPutFlags},
-		{"policies", "get", []string{"POLICY_ID"}, noFlags(policyGet)},
-		{"policies", "list", nil, policyListFlags},
-		{"dead-letters", "list", nil, deadLetterListFlags},
-		{"dead-letters", "redrive", []string{"TASK_ID"}, noFlags(redrive)},
-	}
-}
-
-// kafkaReplay republishes a Kafka dead-letter topic; it talks to the
-// brokers, not to retryd, so the global flags do not apply.
-func kafkaReplay(ctx context.Context, args []string, env Env) int {
-	err := kafkaReplayCommand(ctx, args, env.Stdout)
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return ExitOK
-	}
-	fmt.Fprintf(env.Stderr, "retryctl: %v\n", err)
-	return ExitError
-}
-
 // runner carries what every command needs once the flags are parsed.
 type runner struct {
 	c    *client.Client
@@ -114,9 +46,9 @@ type globals struct {
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.url, "url", g.url, "retryd's address")
-	fs.StringVar(&g.token, "token", g.token, "bearer token")
-	fs.BoolVar(&g.json, "json", g.json, "print JSON")
+	fs.StringVar(&g.url, "url", g.url, "retryd's `URL` (env RETRYD_URL)")
+	fs.StringVar(&g.token, "token", g.token, "bearer `TOKEN` (env RETRYD_TOKEN)")
+	fs.BoolVar(&g.json, "json", g.json, "print JSON instead of tables")
 }
 
 // Run runs retryctl with args (the program name left out) and returns its
@@ -131,52 +63,95 @@ func Run(ctx context.Context, args []string, env Env) int {
 	g.register(top)
 	err := top.Parse(args)
 	switch {
-	case errors.Is(err, flag.ErrHelp) || err == nil && top.Arg(0) == "help":
-		fmt.Fprint(env.Stdout, usage)
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(env.Stdout, topUsage())
 		return ExitOK
 	case err != nil:
-		return usageError(env, "%v", err)
+		return usageError(env, topUsage(), "%v", err)
 	case top.NArg() == 0:
-		fmt.Fprint(env.Stderr, usage)
+		fmt.Fprint(env.Stderr, topUsage())
 		return ExitUsage
 	}
 	rest := top.Args()
+	if rest[0] == "help" {
+		return help(env, rest[1:])
+	}
+	if len(groupCommands(rest[0])) == 0 {
+		return usageError(env, topUsage(), "unknown command %q", rest[0])
+	}
 	if len(rest) < 2 {
-		return usageError(env, "%s: want a subcommand", rest[0])
+		return usageError(env, groupUsage(rest[0]), "%s: want a subcommand", rest[0])
 	}
-	if rest[0] == "kafka" && rest[1] == "replay" {
-		return kafkaReplay(ctx, rest[2:], env)
+	if isHelp(rest[1]) {
+		fmt.Fprint(env.Stdout, groupUsage(rest[0]))
+		return ExitOK
 	}
-	var cmd *command
-	for _, c := range commands() {
-		if c.group == rest[0] && c.verb == rest[1] {
-			cmd = &c
-		}
-	}
+	cmd := findCommand(rest[0], rest[1])
 	if cmd == nil {
-		return usageError(env, "unknown command %q", strings.Join(rest[:2], " "))
+		return usageError(env, groupUsage(rest[0]), "unknown command %q", strings.Join(rest[:2], " "))
 	}
-	name := cmd.group + " " + cmd.verb
+	return runCommand(ctx, cmd, g, rest[2:], env)
+}
+
+// help answers "retryctl help [GROUP [VERB]]" on stdout.
+func help(env Env, args []string) int {
+	var text string
+	switch len(args) {
+	case 0:
+		text = topUsage()
+	case 1:
+		if len(groupCommands(args[0])) == 0 {
+			return usageError(env, topUsage(), "help: unknown command %q", args[0])
+		}
+		text = groupUsage(args[0])
+	case 2:
+		cmd := findCommand(args[0], args[1])
+		if cmd == nil {
+			return usageError(env, topUsage(), "help: unknown command %q", strings.Join(args, " "))
+		}
+		text = commandUsage(cmd)
+	default:
+		return usageError(env, topUsage(), "help: want a command, got %q", strings.Join(args, " "))
+	}
+	fmt.Fprint(env.Stdout, text)
+	return ExitOK
+}
+
+// runCommand parses cmd's flags and arguments and runs it.
+func runCommand(ctx context.Context, cmd *command, g *globals, args []string, env Env) int {
+	name := cmd.name()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	g.register(fs)
+	if !cmd.standalone {
+		g.register(fs)
+	}
 	run := cmd.flags(fs)
-	pos, err := parseInterspersed(fs, rest[2:])
+	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(env.Stdout, usage)
+		fmt.Fprint(env.Stdout, commandUsage(cmd))
 		return ExitOK
 	}
 	if err != nil {
-		return usageError(env, "%s: %v", name, err)
+		return usageError(env, commandUsage(cmd), "%s: %v", name, err)
 	}
-	if len(pos) != len(cmd.positional) {
-		return usageError(env, "%s: want %d argument(s) (%s), got %d", name, len(cmd.positional), strings.Join(cmd.positional, " "), len(pos))
+	if lo, hi := cmd.argCounts(); len(pos) < lo || len(pos) > hi {
+		switch {
+		case hi == 0:
+			return usageError(env, commandUsage(cmd), "%s: unexpected argument %q", name, pos[0])
+		case lo == hi:
+			return usageError(env, commandUsage(cmd), "%s: want %d argument(s) (%s), got %d", name, hi, strings.Join(cmd.positional, " "), len(pos))
+		default:
+			return usageError(env, commandUsage(cmd), "%s: want %d to %d arguments (%s), got %d", name, lo, hi, strings.Join(cmd.positional, " "), len(pos))
+		}
 	}
-	r := &runner{c: client.New(g.url, g.token, client.WithUserAgent("retryctl")), env: env, json: g.json}
+	r := &runner{env: env, json: g.json}
+	if !cmd.standalone {
+		r.c = client.New(g.url, g.token, client.WithUserAgent("retryctl"))
+	}
 	if err := run(ctx, r, pos); err != nil {
 		var ue *usageErr
 		if errors.As(err, &ue) {
-			return usageError(env, "%s: %s", name, ue.msg)
+			return usageError(env, commandUsage(cmd), "%s: %s", name, ue.msg)
 		}
 		fmt.Fprintln(env.Stderr, "retryctl:", describe(err))
 		return ExitError
@@ -207,30 +182,28 @@ func (e *usageErr) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageErr{fmt.Sprintf(format, args...)} }
 
-func usageError(env Env, format string, args ...any) int {
-	fmt.Fprintf(env.Stderr, "retryctl: "+format+"\n", args...)
-	fmt.Fprintln(env.Stderr, `run "retryctl help" for the commands`)
+// usageError tells a command-line mistake, and the usage that would have
+// avoided it, on stderr.
+func usageError(env Env, usage, format string, args ...any) int {
+	fmt.Fprintf(env.Stderr, "retryctl: "+format+"\n\n", args...)
+	fmt.Fprint(env.Stderr, usage)
 	return ExitUsage
 }
 
 // describe renders an error for a person: an API error with its field and
-// every problem the service listed.
+// every problem the service listed, after what was being done when it came.
 func describe(err error) string {
 	var ae *client.Error
 	if !errors.As(err, &ae) {
 		return err.Error()
 	}
-	s := ae.Error()
+	s := err.Error()
 	if len(ae.Details) > 1 {
 		for _, d := range ae.Details {
 			s += "\n  " + d.Field + ": " + d.Message
 		}
 	}
 	return s
-}
-
-func noFlags(run func(ctx context.Context, r *runner, args []string) error) func(*flag.FlagSet) func(context.Context, *runner, []string) error {
-	return func(*flag.FlagSet) func(context.Context, *runner, []string) error { return run }
 }
 
 // printJSON writes v as indented JSON.

@@ -303,7 +303,7 @@ func TestEnvironmentAndFlags(t *testing.T) {
 		{"missing argument", nil, []string{"tasks", "get"}, cli.ExitUsage, "TASK_ID"},
 		{"extra argument", nil, []string{"tasks", "get", "a", "b"}, cli.ExitUsage, "got 2"},
 		{"unknown flag", nil, []string{"tasks", "list", "--colour"}, cli.ExitUsage, "colour"},
-		{"submit without policy", nil, []string{"tasks", "submit", "--target", "http://h/"}, cli.ExitUsage, "--policy"},
+		{"submit without target", nil, []string{"tasks", "submit", "--policy", "p"}, cli.ExitUsage, "--target is required"},
 		{"bad header flag", nil, []string{"tasks", "submit", "-H", "nocolon"}, cli.ExitUsage, "Name: value"},
 		{"body and body-file", nil, []string{"tasks", "submit", "--policy", "p", "--target", "http://h/", "--body", "a", "--body-file", "-"}, cli.ExitUsage, "one of"},
 		{"body and body-ref", nil, []string{"tasks", "submit", "--policy", "p", "--target", "http://h/", "--body", "a", "--body-ref", "s3://b/k"}, cli.ExitUsage, "one of"},

@@ -18,7 +18,7 @@ import (
 func TestKafkaReplay(t *testing.T) {
 	t.Parallel()
 	const topic = "orders"
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic, kafkaretry.RetryTopic(topic, 1), kafkaretry.DLQTopic(topic)))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic, kafkaretry.RetryTopic(topic, 1), kafkaretry.DLQTopic(topic), topic+"-dlt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +35,17 @@ func TestKafkaReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Spring Kafka's dead-letter topic holds two copies of one failure.
+	for range 2 {
+		r := &kgo.Record{Topic: topic + "-dlt", Key: []byte("c"), Headers: []kgo.RecordHeader{
+			{Key: "kafka_dlt-original-topic", Value: []byte(topic)},
+			{Key: "kafka_dlt-original-partition", Value: []byte{0, 0, 0, 0}},
+			{Key: "kafka_dlt-original-offset", Value: []byte{0, 0, 0, 0, 0, 0, 0, 3}},
+		}}
+		if err := cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	brokers := strings.Join(c.ListenAddrs(), ",")
 	tests := []struct {
 		name   string
@@ -47,10 +58,16 @@ func TestKafkaReplay(t *testing.T) {
 			"would replay 2 of 2 records from orders-dlq to orders\n", ""},
 		{"type filter", []string{"-brokers", brokers, "-topic", topic, "-to", "retry", "-tiers", "2", "-error-type", "nope", "-until", time.Now().Add(time.Hour).Format(time.RFC3339)}, cli.ExitOK,
 			"replayed 0 of 2 records from orders-dlq to orders-retry-1\n", ""},
+		{"--json", []string{"-brokers", brokers, "-topic", topic, "-dry-run", "--json"}, cli.ExitOK,
+			"{\n  \"dryRun\": true,\n  \"scanned\": 2,\n  \"replayed\": 2,\n  \"duplicates\": 0,\n  \"from\": \"orders-dlq\",\n  \"to\": \"orders\"\n}\n", ""},
+		{"spring naming, copies once", []string{"-brokers", brokers, "-topic", topic, "-naming", "spring", "-dry-run"}, cli.ExitOK,
+			"would replay 1 of 2 records from orders-dlt to orders (1 duplicate copies skipped)\n", ""},
+		{"bad naming", []string{"-topic", topic, "-naming", "kotlin"}, cli.ExitError, "", "want default or spring"},
 		{"no topic", []string{"-brokers", brokers}, cli.ExitError, "", "-topic is required"},
 		{"bad target", []string{"-topic", topic, "-to", "dlq"}, cli.ExitError, "", "want main or retry"},
 		{"bad time", []string{"-topic", topic, "-since", "yesterday"}, cli.ExitError, "", "-since"},
-		{"stray argument", []string{"-topic", topic, "now"}, cli.ExitError, "", "unexpected argument"},
+		{"stray argument", []string{"-topic", topic, "now"}, cli.ExitUsage, "", "unexpected argument"},
+		{"unknown flag", []string{"-topic", topic, "-colour"}, cli.ExitUsage, "", "--topic T"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

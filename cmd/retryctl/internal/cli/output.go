@@ -63,6 +63,9 @@ func (r *runner) printTask(t *client.Task) error {
 		row("Last status", strconv.Itoa(t.LastResponseStatus))
 	}
 	row("Last error", orDash(t.LastError))
+	if t.Cause != "" {
+		row("Cause", t.Cause)
+	}
 	return w.Flush()
 }
 
@@ -100,7 +103,11 @@ func (r *runner) printPolicy(p *client.Policy) error {
 	w := r.table()
 	row := func(k, v string) { fmt.Fprintf(w, "%s:\t%s\n", k, v) }
 	s := p.Settings
-	row("Policy", p.ID)
+	if p.Builtin {
+		row("Policy", p.ID+" (built in: the policy of tasks that name none)")
+	} else {
+		row("Policy", p.ID)
+	}
 	row("Backoff", s.Backoff.Kind.String())
 	row("Initial delay", initialDelay(s.Backoff.Base))
 	row("Max delay", maxDelay(s.Backoff.Max))
@@ -167,4 +174,41 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// human renders milliseconds as a person reads a wait: 850ms, 1.2s, 42s,
+// 4m10s, 2h5m, 3d4h; rounded, for a table of percentiles is no place for
+// nanoseconds.
+func human(msec float64) string {
+	d := time.Duration(msec * float64(time.Millisecond))
+	// Each unit is chosen by the value rounded to it, so that 59.6s is 1m,
+	// not 60s.
+	if d < 0 {
+		return "-"
+	}
+	if r := d.Round(time.Millisecond); r < time.Second {
+		return fmt.Sprintf("%dms", r.Milliseconds())
+	}
+	if r := d.Round(100 * time.Millisecond); r < 10*time.Second {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", r.Seconds()), ".0") + "s"
+	}
+	if r := d.Round(time.Second); r < time.Minute {
+		return fmt.Sprintf("%ds", int(r.Seconds()))
+	} else if r < time.Hour {
+		return pair(r, time.Minute, "m", time.Second, "s")
+	}
+	if r := d.Round(time.Minute); r < 24*time.Hour {
+		return pair(r, time.Hour, "h", time.Minute, "m")
+	}
+	return pair(d.Round(time.Hour), 24*time.Hour, "d", time.Hour, "h")
+}
+
+// pair writes d in two units, big and small ("4m10s"), leaving out a small
+// part of 0 ("4m").
+func pair(d, big time.Duration, bigName string, small time.Duration, smallName string) string {
+	s := fmt.Sprintf("%d%s", d/big, bigName)
+	if rest := (d % big) / small; rest > 0 {
+		s += fmt.Sprintf("%d%s", rest, smallName)
+	}
+	return s
 }

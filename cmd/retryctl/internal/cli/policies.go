@@ -11,8 +11,8 @@ import (
 
 func policyPutFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) error {
 	var spec, file string
-	fs.StringVar(&spec, "spec", "", `the policy's settings as JSON, e.g. '{"backoff":"EXPONENTIAL","initialDelayMs":200,"maxAttempts":5}'`)
-	fs.StringVar(&file, "file", "", "read the settings' JSON from a file (- for stdin)")
+	fs.StringVar(&spec, "spec", "", "the policy's settings as `JSON`, e.g. '{\"backoff\":\"EXPONENTIAL\",\"initialDelayMs\":200,\"maxAttempts\":5}'")
+	fs.StringVar(&file, "file", "", "read the settings' JSON from `FILE` (- for stdin)")
 	return func(ctx context.Context, r *runner, args []string) error {
 		if spec != "" && file != "" {
 			return usagef("give --spec or --file, not both")

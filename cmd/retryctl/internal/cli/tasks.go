@@ -32,17 +32,17 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 	var req client.TaskRequest
 	var bodyFile, notBefore, file string
 	headers := headerFlags{}
-	fs.StringVar(&req.PolicyID, "policy", "", "the task's policy ID (required)")
-	fs.StringVar(&req.TargetURL, "target", "", "the URL to call (required)")
-	fs.StringVar(&req.Method, "method", "", "HTTP method (default POST)")
-	fs.Var(headers, "H", "a header 'Name: value' (repeatable)")
-	fs.Var(headers, "header", "a header 'Name: value' (repeatable)")
-	fs.StringVar(&req.Body, "body", "", "the request body, as text")
-	fs.StringVar(&bodyFile, "body-file", "", "read the body from a file (- for stdin); bytes that are not UTF-8 are sent as bodyBase64")
-	fs.StringVar(&req.BodyRef, "body-ref", "", "the body by reference: s3://bucket/key of an object you uploaded, which retryd reads at each attempt")
-	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "the idempotency key (generated when absent)")
-	fs.StringVar(&notBefore, "not-before", "", "hold the first attempt until TIME: RFC 3339, epoch milliseconds, or a duration from now (90s, 2h)")
-	fs.StringVar(&file, "file", "", "submit the tasks of a JSON Lines file (- for stdin), one task object per line")
+	fs.StringVar(&req.PolicyID, "policy", "", "the task's policy `ID` (default: the built-in policy \"default\")")
+	fs.StringVar(&req.TargetURL, "target", "", "the `URL` to call (required)")
+	fs.StringVar(&req.Method, "method", "", "HTTP `METHOD` (default POST)")
+	fs.Var(headers, "H", "a header `'Name: value'` (repeatable)")
+	fs.Var(headers, "header", "a header `'Name: value'` (repeatable)")
+	fs.StringVar(&req.Body, "body", "", "the request body, as `TEXT`")
+	fs.StringVar(&bodyFile, "body-file", "", "read the body from `FILE` (- for stdin); bytes that are not UTF-8 are sent as bodyBase64")
+	fs.StringVar(&req.BodyRef, "body-ref", "", "the body by reference: `s3://BUCKET/KEY` of an object you uploaded, which retryd reads at each attempt")
+	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "the idempotency `KEY` (generated when absent)")
+	fs.StringVar(&notBefore, "not-before", "", "hold the first attempt until `TIME`: RFC 3339, epoch milliseconds, or a duration from now (90s, 2h)")
+	fs.StringVar(&file, "file", "", "submit the tasks of a JSON Lines `FILE` (- for stdin), one task object per line")
 	return func(ctx context.Context, r *runner, _ []string) error {
 		if file != "" {
 			var set []string
@@ -58,8 +58,9 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 			}
 			return r.submitFile(ctx, file)
 		}
-		if req.PolicyID == "" || req.TargetURL == "" {
-			return usagef("--policy and --target are required")
+		// No --policy is the service's built-in policy "default".
+		if req.TargetURL == "" {
+			return usagef("--target is required")
 		}
 		if notBefore != "" {
 			at, err := parseWhen(notBefore, time.Now())
@@ -136,14 +137,6 @@ func taskGet(ctx context.Context, r *runner, args []string) error {
 	return r.showTask(r.c.GetTask(ctx, args[0]))
 }
 
-func taskCancel(ctx context.Context, r *runner, args []string) error {
-	return r.showTask(r.c.CancelTask(ctx, args[0]))
-}
-
-func redrive(ctx context.Context, r *runner, args []string) error {
-	return r.showTask(r.c.RedriveTask(ctx, args[0]))
-}
-
 func (r *runner) showTask(t *client.Task, err error) error {
 	if err != nil {
 		return err
@@ -156,22 +149,21 @@ func (r *runner) showTask(t *client.Task, err error) error {
 
 // pageFlags registers --limit and --page-token.
 func pageFlags(fs *flag.FlagSet, o *client.ListOptions) {
-	fs.IntVar(&o.Limit, "limit", 0, "items per page (default 100, at most 1000)")
-	fs.StringVar(&o.PageToken, "page-token", "", "the token printed after the previous page")
+	fs.IntVar(&o.Limit, "limit", 0, "`N` items per page (default 100, at most 1000)")
+	fs.StringVar(&o.PageToken, "page-token", "", "the `TOKEN` printed after the previous page")
 }
 
 func taskListFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) error {
 	var q client.TaskQuery
 	var statuses string
-	fs.StringVar(&statuses, "status", "", "only tasks in these states, comma-separated (PENDING, IN_FLIGHT, SUCCEEDED, EXHAUSTED, FAILED, CANCELLED)")
-	fs.StringVar(&q.PolicyID, "policy", "", "only tasks of this policy")
+	fs.StringVar(&statuses, "status", "", "only tasks in these states `S,…` (PENDING, IN_FLIGHT, SUCCEEDED, EXHAUSTED, FAILED, CANCELLED)")
+	fs.StringVar(&q.PolicyID, "policy", "", "only tasks of policy `ID`")
+	fs.StringVar(&q.TargetHost, "target-host", "", "only tasks whose target is `HOST[:PORT]`, as in its URL")
+	fs.StringVar(&q.IdempotencyKey, "idempotency-key", "", "only the task of this idempotency `KEY`")
+	fs.StringVar(&q.Cause, "cause", "", "only dead letters of this `CAUSE`, as dead-letters causes names it (\"HTTP 503\", timeout, …)")
 	pageFlags(fs, &q.ListOptions)
 	return func(ctx context.Context, r *runner, _ []string) error {
-		for s := range strings.SplitSeq(statuses, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				q.Statuses = append(q.Statuses, client.Status(strings.ToUpper(s)))
-			}
-		}
+		q.Statuses = parseStatuses(statuses)
 		return r.showTasks(r.c.ListTasks(ctx, q))
 	}
 }
@@ -179,7 +171,7 @@ func taskListFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) er
 func deadLetterListFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) error {
 	var o client.ListOptions
 	var policy string
-	fs.StringVar(&policy, "policy", "", "only dead letters of this policy")
+	fs.StringVar(&policy, "policy", "", "only dead letters of policy `ID`")
 	pageFlags(fs, &o)
 	return func(ctx context.Context, r *runner, _ []string) error {
 		return r.showTasks(r.c.ListDeadLetters(ctx, policy, o))

@@ -37,6 +37,13 @@ type benchConfig struct {
 	target   string
 	bodySize int64  // --body-size: bytes of each API task's body; 0: a few bytes, {"n":i}
 	blobs    string // --blobs passed to each retryd process; "": its default
+	otlpSink bool   // --otlp-sink: export spans to a sink the bench runs
+	// hostLimiter is --host-limiter, for the loop's scheduler and each
+	// retryd process: whether attempts pass their host's limiter.
+	hostLimiter bool
+	// env is added to the environment the loop runs read OTEL_* from and
+	// to each retryd process's: the sink's endpoint with --otlp-sink.
+	env []string
 }
 
 // Defaults of the flags whose default depends on the run: the API runs
@@ -80,7 +87,7 @@ func allRuns() []string { return []string{runSingle, runBatch, runSteady, runRet
 //   - batch: the same in POST /retry-tasks/batch requests of --batch tasks
 //     (skipped when the endpoint is missing);
 //   - steady: creates paced at --rate for --duration: create latency;
-//   - retry: the same paced creates, each task answered 503 once, then
+//   - retry: the same paced creates, each task answered 500 once, then
 //     200, under a fixed 1 s delay: the second attempt's lag behind its
 //     due time.
 //
@@ -109,6 +116,17 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	if c.memProf != "" {
 		defer writeAllocs(c.memProf, stderr)
 	}
+	if c.otlpSink {
+		sink, err := startSink()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Fprintln(stdout, sink)
+			sink.close()
+		}()
+		c.env = sink.env()
+	}
 	bs, err := openBenchStore(ctx, c)
 	if err != nil {
 		return err
@@ -117,6 +135,9 @@ func Bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer func() { bs.close(!failed) }()
 
 	fmt.Fprint(stdout, benchHeader(bs, c.target))
+	if c.otlpSink {
+		fmt.Fprintln(stdout, "tracing: every span exported over OTLP/HTTP to a sink on 127.0.0.1 answering 200")
+	}
 	var errs []error
 	if c.mode != modeLoop {
 		tasks, rate := orDefault(c.tasks, defaultAPITasks), orDefault(c.rate, defaultAPIRate)
@@ -155,7 +176,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long the paced runs keep creating")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "bound on each run, from its first create until every task succeeded")
 	runs := fs.String("runs", strings.Join(allRuns(), ","), "API runs to make, of "+strings.Join(allRuns(), ","))
-	fs.IntVar(&c.attempts, "attempts", 10, "loop throughput run: attempts each task makes (all but the last answered 503)")
+	fs.IntVar(&c.attempts, "attempts", 10, "loop throughput run: attempts each task makes (all but the last answered 500)")
 	fs.IntVar(&c.workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.ahead, "ahead", time.Second, "loop lag run: how far ahead of its creation each task is due")
 	fs.BoolVar(&c.skipTput, "skip-throughput", false, "skip the loop's throughput run")
@@ -165,6 +186,9 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the bench process to this `file`")
 	fs.Var(byteSize{&c.bodySize}, "body-size", "API runs: each task's body is this `size` (bytes, or 64KiB, 1MiB), distinct per task (its index first); default a few bytes ({\"n\":i})")
 	fs.StringVar(&c.blobs, "blobs", "", "API runs: --blobs for each retryd process (off keeps bodies inline, at most 1MiB); default retryd's own (with SQLite the embedded blob store beside the file)")
+	fs.Var(onOff{&c.hostLimiter}, "host-limiter", "`on|off` (default off, as retryd's): retryd's --host-limiter, for the loop runs' scheduler and each retryd process "+
+		"(the target answers 500, which is no overload, so the limiters never hold anything back: on measures what they cost)")
+	fs.BoolVar(&c.otlpSink, "otlp-sink", false, "export retryd's spans over OTLP/HTTP to a sink the bench runs on 127.0.0.1, which answers 200 to everything: what tracing costs (compare with runs without)")
 	if err := fs.Parse(args); err != nil {
 		return c, nil, usageError{err}
 	}

@@ -46,7 +46,7 @@ func benchAPI(ctx context.Context, c benchConfig, tasks, rate int, bs *benchStor
 }
 
 // apiRun is one API run: a retryd process on fresh data, a target that
-// answers 503 until each task's fail-th attempt, and what the clients and
+// answers 500 until each task's fail-th attempt, and what the clients and
 // the target saw.
 type apiRun struct {
 	name string
@@ -118,11 +118,11 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 		}
 	}()
 	logPath := filepath.Join(bs.dir, name+"-retryd.log")
-	args := data.args()
+	args := append(data.args(), "--host-limiter", onOff{&c.hostLimiter}.String())
 	if c.blobs != "" {
 		args = append(args, "--blobs", c.blobs)
 	}
-	if r.proc, err = startRetryd(ctx, args, c.workers, logPath); err != nil {
+	if r.proc, err = startRetryd(ctx, args, c.env, c.workers, logPath); err != nil {
 		return err
 	}
 	stopped := false

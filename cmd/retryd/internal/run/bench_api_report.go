@@ -27,7 +27,7 @@ type verdict struct {
 	counts     map[string]int64
 	lost       int      // acknowledged, and not answered 200 or not SUCCEEDED
 	lostSample []string // some tasks not SUCCEEDED, as the API lists them
-	retry      bool     // the run answers 503 first: its second attempts are checked
+	retry      bool     // the run answers 500 first: its second attempts are checked
 	early      int      // second attempts before their delay
 	noSecond   int      // acknowledged tasks with no second attempt
 	lags       []time.Duration
@@ -258,7 +258,7 @@ func reportRetry(rate int) reporter {
 		if len(lags) > 0 {
 			low = round(lags[0]).String()
 		}
-		fmt.Fprintf(out, "api retry: %s\n  each task answered 503, then 200, under FIXED 1s, no jitter: second-attempt lag (its arrival - (response 1 sent + 1s)) %s, min %s; %d early\n",
+		fmt.Fprintf(out, "api retry: %s\n  each task answered 500, then 200, under FIXED 1s, no jitter: second-attempt lag (its arrival - (response 1 sent + 1s)) %s, min %s; %d early\n",
 			r.paced(rate), lags.summary(), low, r.verdict.early)
 	}
 }

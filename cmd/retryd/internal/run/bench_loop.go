@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +24,7 @@ import (
 
 // benchLoop makes the loop runs, each on fresh data in the bench's store:
 //
-//   - throughput: c.tasks tasks, each answered 503 until its c.attempts-th
+//   - throughput: c.tasks tasks, each answered 500 until its c.attempts-th
 //     attempt, with no backoff delay, so every attempt is a claim, a call
 //     and a durable finish; it reports attempts per second.
 //   - lag: tasks created at c.rate per second for c.duration, each due
@@ -39,7 +41,7 @@ func benchLoop(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 	return errors.Join(errs...)
 }
 
-// loopRun gives run a target answering 503 until each task's fail-th
+// loopRun gives run a target answering 500 until each task's fail-th
 // attempt and a fresh store, and cleans up after it.
 func loopRun(ctx context.Context, c benchConfig, bs *benchStore, name string, fail int, out io.Writer,
 	run func(context.Context, benchConfig, *target, Config, io.Writer) error) error {
@@ -54,7 +56,10 @@ func loopRun(ctx context.Context, c benchConfig, bs *benchStore, name string, fa
 	}
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	err = run(runCtx, c, tg, data.config(), out)
+	sc := data.config()
+	sc.Getenv = benchEnv(c.env)
+	sc.HostLimiter = c.hostLimiter
+	err = run(runCtx, c, tg, sc, out)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("did not finish within --timeout %v: %w", c.timeout, err)
 	}
@@ -73,6 +78,8 @@ type rig struct {
 	sched *scheduler.Scheduler
 	rec   *benchRecorder
 	disp  *dispatch.Dispatcher
+	// stopTracing flushes the spans left once the run is over.
+	stopTracing func(time.Duration)
 }
 
 func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy) (*rig, error) {
@@ -94,20 +101,50 @@ func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy) (*
 		MaxIdlePerHost: workers,
 	})
 	rec := &benchRecorder{}
-	// Tasks are created in this process, which wakes the scheduler itself:
-	// no change feed is needed, whatever the store.
-	sched, err := scheduler.New(scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Observer: rec, Workers: workers, Logger: log})
+	// As retryd serve does: spans exported when the environment says so.
+	tp, stopTracing, err := startTracing(ctx, sc.Getenv, log)
 	if err != nil {
 		disp.Close()
 		o.Close()
 		return nil, err
 	}
-	return &rig{st: o, sched: sched, rec: rec, disp: disp}, nil
+	// Tasks are created in this process, which wakes the scheduler itself:
+	// no change feed is needed, whatever the store.
+	hosts, err := sc.hostLimits()
+	if err != nil {
+		stopTracing(time.Second)
+		disp.Close()
+		o.Close()
+		return nil, err
+	}
+	sched, err := scheduler.New(scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Observer: rec, Workers: workers, Logger: log,
+		Tracer: tp, HostLimits: hosts})
+	if err != nil {
+		stopTracing(time.Second)
+		disp.Close()
+		o.Close()
+		return nil, err
+	}
+	return &rig{st: o, sched: sched, rec: rec, disp: disp, stopTracing: stopTracing}, nil
 }
 
 func (r *rig) close() {
+	r.stopTracing(10 * time.Second)
 	r.disp.Close()
 	r.st.Close()
+}
+
+// benchEnv is the environment of the loop runs: the process's, with env
+// (KEY=value entries) over it.
+func benchEnv(env []string) func(string) string {
+	return func(key string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+				return v
+			}
+		}
+		return os.Getenv(key)
+	}
 }
 
 // createTasks creates n tasks due at due(i), 64 at a time so that the
@@ -156,7 +193,7 @@ type benchRecorder struct {
 	terminal atomic.Int64
 }
 
-func (b *benchRecorder) Lag(d time.Duration) {
+func (b *benchRecorder) Lag(tenant string, d time.Duration) {
 	b.mu.Lock()
 	b.lags = append(b.lags, d)
 	b.mu.Unlock()

@@ -33,9 +33,10 @@ type retrydProc struct {
 }
 
 // startRetryd starts this binary as `retryd serve` on a free loopback port
-// with the store flags args, allowing loopback targets only, and waits
+// with the store flags args and env added to its environment, allowing
+// loopback targets only, and waits
 // until /readyz answers 200.
-func startRetryd(ctx context.Context, storeArgs []string, workers int, logPath string) (*retrydProc, error) {
+func startRetryd(ctx context.Context, storeArgs, env []string, workers int, logPath string) (*retrydProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find this binary: %w", err)
@@ -52,7 +53,7 @@ func startRetryd(ctx context.Context, storeArgs []string, workers int, logPath s
 	args := append([]string{"serve", "--listen", p.addr, "--allow-target", "127.0.0.1/32",
 		"--workers", strconv.Itoa(workers)}, storeArgs...)
 	p.cmd = exec.Command(exe, args...)
-	p.cmd.Env = childEnv(os.Environ())
+	p.cmd.Env = append(childEnv(os.Environ()), env...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()

@@ -23,7 +23,7 @@ const (
 	targetNetHTTP = "net/http"
 )
 
-// target is the loopback HTTP server the benchmark calls. It answers 503
+// target is the loopback HTTP server the benchmark calls. It answers 500
 // until a task's (Idempotency-Key's) fail-th attempt, then 200, and keeps
 // per key what it saw, for the correctness checks and the second-attempt
 // lag.
@@ -93,7 +93,7 @@ func (tg *target) arrive(key string, at int64) (*keyState, int32, int) {
 		st.recv2.Store(at)
 	}
 	if n < tg.fail.Load() {
-		return st, n, http.StatusServiceUnavailable
+		return st, n, http.StatusInternalServerError
 	}
 	return st, n, http.StatusOK
 }
@@ -170,8 +170,11 @@ func (tg *target) serveLean() {
 	}
 }
 
+// The target fails with 500, not 503: a 503 is an overload signal, which
+// retryd's host limiter slows down for, and the bench measures retryd with
+// a target that fails but copes.
 var (
-	lean503 = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+	lean500 = []byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n")
 	lean200 = []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 )
 
@@ -191,7 +194,7 @@ func (tg *target) leanConn(c net.Conn) {
 		st, n, status := tg.arrive(key, at)
 		resp := lean200
 		if status != http.StatusOK {
-			resp = lean503
+			resp = lean500
 		}
 		tg.sending(st, n)
 		if _, err := c.Write(resp); err != nil {

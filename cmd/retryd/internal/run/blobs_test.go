@@ -1,18 +1,14 @@
 package run_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/retrykit/retry/service/blob"
-	"github.com/retrykit/retry/service/blob/s3"
+	"github.com/retrykit/retry/service/blob/s3/s3test"
 )
 
 func TestBlobFlags(t *testing.T) {
@@ -131,38 +127,27 @@ func TestServeBlobs(t *testing.T) {
 	})
 }
 
-// s3Spec is the S3 test server's blob store under a prefix of its own, or
-// skips t without one (fails under RETRYKIT_REQUIRE_SERVERS=1): versitygw
-// as .ci/servers starts it, whose bucket the S3 tests create.
+// s3Spec is the S3 test server's blob store under a prefix of its own,
+// with its bucket in place (s3test), and its credentials in the AWS_*
+// environment as retryd reads them.
 func s3Spec(t *testing.T) string {
-	t.Setenv("AWS_ACCESS_KEY_ID", "retrykit")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "retrykit-secret")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	var r [6]byte
-	rand.Read(r[:])
-	spec := "s3://retrykit-test/retryd-run-" + hex.EncodeToString(r[:]) + "?endpoint=http://127.0.0.1:7070&region=us-east-1"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	st, err := s3.Open(ctx, spec)
-	if err != nil {
-		msg := "no S3 test server (and bucket) at 127.0.0.1:7070: " + err.Error()
-		if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+	cfg := s3test.Config(t, "retryd-run")
+	t.Setenv("AWS_ACCESS_KEY_ID", cfg.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", cfg.SecretAccessKey)
+	t.Setenv("AWS_SESSION_TOKEN", cfg.SessionToken)
+	q := url.Values{"region": {cfg.Region}}
+	if cfg.Endpoint != "" {
+		q.Set("endpoint", cfg.Endpoint)
 	}
-	t.Cleanup(func() {
-		st.List(context.Background(), func(i blob.Info) error { return st.Delete(context.Background(), i.Ref) })
-		st.Close()
-	})
-	return spec
+	return "s3://" + cfg.Bucket + "/" + cfg.Prefix + "?" + q.Encode()
 }
 
 // --blobs s3://… keeps large bodies in S3, and lets --allow-body-refs name
 // callers' objects, never retryd's own.
 func TestServeS3Blobs(t *testing.T) {
 	spec := s3Spec(t) // sets the AWS_* environment: not parallel
-	s := serve(t, "--blobs", spec, "--allow-body-refs", "s3://retrykit-test/callers/")
+	bucket := strings.SplitN(strings.TrimPrefix(spec, "s3://"), "/", 2)[0]
+	s := serve(t, "--blobs", spec, "--allow-body-refs", "s3://"+bucket+"/callers/")
 	if status, _, b := do(t, "POST", s.url+"/retry-policies", "", map[string]any{"policyId": "p"}); status != 201 {
 		t.Fatalf("policy: %d %s", status, b)
 	}
@@ -175,9 +160,9 @@ func TestServeS3Blobs(t *testing.T) {
 		t.Fatalf("create: %d %s", status, b)
 	}
 	for ref, want := range map[string]int{
-		"s3://retrykit-test/callers/order-1.json": 201,
-		"s3://retrykit-test/other/order-1.json":   400,
-		ref:                                       400, // retryd's own
+		"s3://" + bucket + "/callers/order-1.json": 201,
+		"s3://" + bucket + "/other/order-1.json":   400,
+		ref:                                        400, // retryd's own
 	} {
 		if status, _, b := do(t, "POST", s.url+"/retry-tasks", "", map[string]any{"targetUrl": "http://h/", "policyId": "p", "bodyRef": ref}); status != want {
 			t.Errorf("bodyRef %s: %d %s, want %d", ref, status, b, want)

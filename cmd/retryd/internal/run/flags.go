@@ -54,6 +54,10 @@ type Config struct {
 	ShutdownGrace               time.Duration
 	Retention                   time.Duration // how long finished tasks are kept (sweep.go); 0 for ever
 	BlobConfig                                // --blobs and the flags of large bodies (blobs.go)
+	HostLimitConfig                           // --host-limiter and its settings (hostlimit.go)
+	// Getenv reads the standard OTEL_* variables that turn span export on
+	// (tracing.go); nil leaves it off.
+	Getenv func(string) string
 }
 
 // prefixes is a repeatable CIDR flag.
@@ -121,6 +125,7 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", dispatch.DefaultConnectTimeout, "bound on connecting to a target")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", scheduler.DefaultShutdownGrace, "on SIGINT/SIGTERM, how long attempts in flight may finish")
 	retentionFlags(fs, c)
+	hostLimitFlags(fs, &c.HostLimitConfig)
 	return fs
 }
 

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os/signal"
 	"syscall"
+
+	"go.opentelemetry.io/otel"
 )
 
 // Main runs retryd with args (without the program name) and returns the
@@ -37,10 +39,16 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 	if err := parse(fs, args, getenv); err != nil {
 		return exitCode(usageError{err}, stderr)
 	}
+	c.Getenv = getenv
 	log, err := newLogger(stdout, c.LogFormat, c.LogLevel)
 	if err != nil {
 		return exitCode(usageError{err}, stderr)
 	}
+	// The OpenTelemetry SDK reports what goes wrong (a collector that
+	// cannot be reached) to its process-wide handler: retryd's log.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: the OpenTelemetry SDK failed", "error", err)
+	}))
 	if err := Serve(ctx, c, log, nil); err != nil {
 		log.Error("retryd: " + err.Error())
 		if errors.As(err, new(usageError)) {

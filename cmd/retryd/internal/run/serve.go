@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/console"
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/scheduler"
+	"github.com/retrykit/retry/service/store"
 )
 
 // Serve runs retryd as c says until ctx ends, then shuts down gracefully:
@@ -45,6 +47,14 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		return err
 	}
 	defer o.Close()
+	// Spans are flushed last, once everything that makes them has stopped
+	// (defers run last first), for at most maxFlush: a collector that is
+	// down must not hold up a restart for long.
+	tp, stopTracing, err := startTracing(ctx, c.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(min(c.ShutdownGrace, maxFlush))
 	st := o.Store
 	log.Info("store open", "store", o.where, "shared", o.follow != nil)
 	blobs, blobsWhere, err := openBlobs(ctx, blobPlan, tokens, log)
@@ -69,16 +79,20 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	})
 	defer disp.Close()
 	m := metrics.New(st, log, metrics.Limits{Policies: c.MetricsMaxPolicies, PoliciesPerTenant: c.MetricsMaxPoliciesPerTenant})
+	hosts, err := c.hostLimits()
+	if err != nil {
+		return err
+	}
 	sched, err := scheduler.New(scheduler.Config{
 		// The metrics count attempts from the scheduler's events; at
 		// Debug, the scheduler logs each of them itself (retry.Log).
 		Store: st, Dispatcher: disp, Recorder: m, Observer: m, Logger: log,
-		Workers: c.Workers, Lease: c.Lease, ShutdownGrace: c.ShutdownGrace,
+		Workers: c.Workers, Lease: c.Lease, ShutdownGrace: c.ShutdownGrace, Tracer: tp, HostLimits: hosts,
 	})
 	if err != nil {
 		return err
 	}
-	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Tokens: tokens, Logger: log,
+	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Tokens: tokens, Logger: log, History: m,
 		Blobs: blobs, BlobThreshold: c.BlobThreshold, MaxLargeBodyBytes: c.MaxBody, AllowBodyRefs: c.AllowBodyRefs})
 	if err != nil {
 		return err
@@ -89,6 +103,18 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		defer stopFeed()
 		follow(feedCtx, o.follow, sched, log)
 		go watchLeases(feedCtx, st, sched, c.Lease, log)
+	}
+	if inst, ok := st.(store.Instances); ok {
+		// Heartbeats, and the leases of dead instances taken back within
+		// seconds (instances.go); it leaves after the scheduler stopped.
+		stopInstance, err := keepInstance(ctx, inst, sched, c.Lease, log)
+		if err != nil {
+			return err
+		}
+		defer stopInstance()
+	}
+	if fleet, ok := st.(store.Fleet); ok && hosts != nil {
+		go shareHostLimits(ctx, fleet, hosts, log) // hostlimit.go
 	}
 	// The retention and orphan sweeps (sweep.go) stop before the store
 	// and the blob store close; without a blob store (nil) only the
@@ -102,13 +128,17 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	mux.Handle("GET /healthz", metrics.Healthy())
 	mux.Handle("GET /readyz", metrics.Ready(st))
 	mux.Handle("/", apiHandler)
+	mux.Handle("/ui/", console.Handler(tokens))
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	// A path the mux would clean and redirect (HTML) is a JSON 404.
-	srvs := []*http.Server{newServer(api.CanonicalPaths(mux), log)}
+	// The console signs in with a cookie, so every request that changes
+	// state is checked for another origin (console.Protect).
+	srvs := []*http.Server{newServer(traceHandler(api.CanonicalPaths(console.Protect(mux)), tp), log)}
 	lns := []net.Listener{ln}
 	metricsURL := "http://" + ln.Addr().String() + "/metrics"
 	if c.MetricsListen != "" {

@@ -66,9 +66,14 @@ func openStore(ctx context.Context, c Config, log *slog.Logger) (*opened, error)
 		return openRedis(ctx, c, log)
 	}
 	path := strings.TrimPrefix(c.Store, "sqlite://")
-	st, err := sqlite.Open(ctx, path)
+	// One retryd per file (Exclusive): a second one is refused, and the
+	// leases a dead predecessor left are taken back at once.
+	st, err := sqlite.Open(ctx, path, sqlite.Exclusive())
 	if err != nil {
 		return nil, err
+	}
+	if released, expired := st.TookBack(); released+expired > 0 {
+		log.Info("took back the leases a previous retryd left", "unsent_released", released, "claimed_again", expired)
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs

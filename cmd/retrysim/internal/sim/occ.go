@@ -28,6 +28,7 @@ type OCCConfig struct {
 type OCCResult struct {
 	Calls      int           // writes the server received
 	Succeeded  int           // clients whose write went through
+	GaveUp     int           // clients whose retry a quota refused
 	Version    int64         // the row's version at the end; it starts at 0
 	Completion time.Duration // virtual time of the last event
 }
@@ -36,24 +37,51 @@ const (
 	readArrives uint8 = iota
 	writeArrives
 	writeAnswered
+	occReady // the backoff is over: the client asks its limiter, then reads
 )
+
+// conflict is a failed conditional write, as the clients' limiters see it:
+// a 409. It is no overload signal by default (see retry.IsOverload); the
+// occ clients' limiters take every failed write for one, since contention
+// is the overload here.
+type conflict struct{}
+
+func (conflict) Error() string       { return "409 Conflict" }
+func (conflict) HTTPStatusCode() int { return 409 }
+
+func everyFailure(err error) bool { return err != nil }
 
 // RunOCC runs the experiment once; with Clients ≤ 0 it returns the zero
 // result. It always ends: a write fails only when another client's write
 // succeeded since the read, and one client's read-write windows do not
 // overlap, so each client fails at most Clients−1 times. It shares nothing
 // between calls, so any number may run at once.
+//
+// With a quota, a limiter or the adaptive mode (see Strategy), each client
+// reports each write's answer, and asks its limiter before each read; a
+// retry the quota refuses ends the client unserved. An invalid quota or
+// limiter gives the zero result.
 func RunOCC(c OCCConfig) OCCResult {
 	if c.Clients <= 0 {
 		return OCCResult{}
 	}
 	lat := c.Latency.orDefault()
 	net, jitter := streams(c.Seed, c.Clients, c.Run)
+	cl, err := newClients(c.Strategy, c.Clients, jitter, everyFailure)
+	if err != nil {
+		return OCCResult{}
+	}
 	failures := make([]int, c.Clients)
 	prev := make([]time.Duration, c.Clients)
 	q := queue{ev: make([]event, 0, c.Clients)}
 	for i := range c.Clients {
-		q.push(event{at: lat.draw(net), client: int32(i), kind: readArrives})
+		l := lat.draw(net)
+		if cl.waits() {
+			cl.reqLat[i] = l
+			q.push(event{at: 0, client: int32(i), kind: occReady})
+		} else {
+			q.push(event{at: l, client: int32(i), kind: readArrives})
+		}
 	}
 	var res OCCResult
 	for q.len() > 0 {
@@ -76,13 +104,30 @@ func RunOCC(c OCCConfig) OCCResult {
 		case writeAnswered:
 			if e.value == 1 {
 				res.Succeeded++
+				cl.succeeded(e.client, e.at)
 				q.pop()
 				continue
 			}
 			i := e.client
+			if !cl.failedWith(i, e.at, conflict{}) {
+				res.GaveUp++
+				q.pop()
+				continue
+			}
 			failures[i]++
 			prev[i] = c.Strategy.Backoff.Delay(failures[i], prev[i], jitter)
+			if cl.waits() {
+				cl.reqLat[i] = lat.draw(net)
+				q.replace(event{at: e.at + prev[i], client: i, kind: occReady})
+				continue
+			}
 			q.replace(event{at: e.at + prev[i] + lat.draw(net), client: i, kind: readArrives})
+		case occReady:
+			if wait, ok := cl.admit(e.client, e.at); !ok {
+				q.replace(event{at: e.at + wait, client: e.client, kind: occReady})
+			} else {
+				q.replace(event{at: e.at + wait + cl.reqLat[e.client], client: e.client, kind: readArrives})
+			}
 		}
 	}
 	return res
@@ -104,6 +149,7 @@ type OCCRow struct {
 	Clients    int
 	Runs       int
 	Calls      float64       // writes the server received
+	GaveUp     float64       // clients whose retry a quota refused
 	Completion time.Duration // time of the last event
 }
 
@@ -136,9 +182,10 @@ func (x OCCExperiment) Run(ctx context.Context) ([]OCCRow, error) {
 	}
 	rows := make([]OCCRow, cells)
 	for cell := range rows {
-		var calls, completion float64
+		var calls, gaveUp, completion float64
 		for _, r := range results[cell*x.Runs : (cell+1)*x.Runs] {
 			calls += float64(r.Calls)
+			gaveUp += float64(r.GaveUp)
 			completion += float64(r.Completion)
 		}
 		rows[cell] = OCCRow{
@@ -146,6 +193,7 @@ func (x OCCExperiment) Run(ctx context.Context) ([]OCCRow, error) {
 			Clients:    x.Clients[cell%len(x.Clients)],
 			Runs:       x.Runs,
 			Calls:      calls / float64(x.Runs),
+			GaveUp:     gaveUp / float64(x.Runs),
 			Completion: time.Duration(completion / float64(x.Runs)),
 		}
 	}

@@ -8,14 +8,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 )
 
-// Strategy is a named backoff policy under test. Simulated clients ask its
-// Backoff for each delay through backoff.Policy.Delay.
+// Strategy is a named backoff policy under test, with what else the
+// clients do to hold back. Simulated clients ask its Backoff for each delay
+// through backoff.Policy.Delay; Quota and Limiter are the library's own
+// retry.Quota and retry.Limiter, run on the simulation's clock.
 type Strategy struct {
 	Name    string
 	Backoff backoff.Policy
+	// Quota, when set, is one retry.Quota shared by every client: a retry
+	// it refuses ends the client's request unserved.
+	Quota *retry.QuotaConfig
+	// Limiter, when set, is a retry.Limiter each client waits for before
+	// every attempt and reports every answer to: one per client, or one
+	// shared by all when SharedLimiter is set (as retryd shares one per
+	// host).
+	Limiter       *retry.LimiterConfig
+	SharedLimiter bool
+	// AWSAdaptive gives each client a model of the AWS SDK's adaptive retry
+	// mode (see awsAdaptive): a CUBIC token bucket, and the standard mode's
+	// retry quota of 500 tokens. With SharedLimiter, one bucket serves all
+	// clients, and there is no quota.
+	AWSAdaptive bool
+}
+
+// feedback reports whether the clients act on each answer (report it,
+// count it), not only wait and send again.
+func (s *Strategy) feedback() bool {
+	return s.Quota != nil || s.Limiter != nil || s.AWSAdaptive
 }
 
 // The strategy names, in the order the experiments report them.
@@ -25,6 +48,12 @@ const (
 	EqualJitter  = "equal"        // exponential, equal jitter
 	FullJitter   = "full"         // exponential, full jitter
 	Decorrelated = "decorrelated" // decorrelated jitter
+
+	FullQuota     = "full+quota"     // full jitter, a shared retry quota (the AWS standard mode's)
+	AWSAdaptive   = "aws-adaptive"   // full jitter, the AWS SDK's adaptive mode, per client
+	ClientLimiter = "client-limiter" // full jitter, a retry.Limiter per client
+	SharedLimiter = "shared-limiter" // full jitter, one retry.Limiter shared by all
+	SharedCUBIC   = "shared-cubic"   // full jitter, the AWS adaptive mode's CUBIC bucket shared by all
 )
 
 // Strategies returns the five strategies with the engine's own numbering:
@@ -36,11 +65,11 @@ func Strategies(base, max time.Duration) []Strategy {
 		return backoff.Policy{Kind: backoff.Exponential, Base: base, Multiplier: 2, Max: max, Jitter: j}
 	}
 	return []Strategy{
-		{NoBackoff, backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}},
-		{Exponential, exp(backoff.NoJitter)},
-		{EqualJitter, exp(backoff.EqualJitter)},
-		{FullJitter, exp(backoff.FullJitter)},
-		{Decorrelated, backoff.Policy{Kind: backoff.Exponential, Base: base, Max: max, Jitter: backoff.DecorrelatedJitter}},
+		{Name: NoBackoff, Backoff: backoff.Policy{Kind: backoff.Fixed, Base: backoff.None, Jitter: backoff.NoJitter}},
+		{Name: Exponential, Backoff: exp(backoff.NoJitter)},
+		{Name: EqualJitter, Backoff: exp(backoff.EqualJitter)},
+		{Name: FullJitter, Backoff: exp(backoff.FullJitter)},
+		{Name: Decorrelated, Backoff: backoff.Policy{Kind: backoff.Exponential, Base: base, Max: max, Jitter: backoff.DecorrelatedJitter}},
 	}
 }
 
@@ -119,4 +148,47 @@ func (l Latency) draw(r *rand.Rand) time.Duration {
 func streams(seed uint64, clients, run int) (network *rand.Rand, jitter *rand.PCG) {
 	stream := uint64(clients)<<40 | uint64(run)<<1
 	return rand.New(rand.NewPCG(seed, stream)), rand.NewPCG(seed, stream|1)
+}
+
+// AWSStandardQuota is the retry quota of the AWS SDKs' standard retry mode:
+// 500 tokens, 5 per retry, 1 back per success.
+func AWSStandardQuota() retry.QuotaConfig {
+	return retry.QuotaConfig{Capacity: 500, RetryCost: 5, SuccessRefill: 1}
+}
+
+// LimitStrategies returns the strategies that hold clients back beyond
+// their backoff, each on full jitter from base, capped at max:
+//
+//   - full+quota: one retry quota shared by all clients, the AWS standard
+//     mode's (AWSStandardQuota); a retry it refuses ends the request;
+//   - aws-adaptive: a model of the AWS SDK's adaptive retry mode per
+//     client (its CUBIC token bucket and its own standard quota);
+//   - client-limiter: a retry.Limiter per client, with clientLimiter;
+//   - shared-limiter: one retry.Limiter for all clients, with
+//     SharedLimiterConfig, as retryd shares one per host;
+//   - shared-cubic: the adaptive mode's CUBIC bucket shared by all
+//     clients, without its quota: CUBIC set against the Limiter's AIMD.
+func LimitStrategies(base, max time.Duration) []Strategy {
+	full := backoff.Policy{Kind: backoff.Exponential, Base: base, Multiplier: 2, Max: max, Jitter: backoff.FullJitter}
+	quota, client, shared := AWSStandardQuota(), ClientLimiterConfig(), SharedLimiterConfig()
+	return []Strategy{
+		{Name: FullQuota, Backoff: full, Quota: &quota},
+		{Name: AWSAdaptive, Backoff: full, AWSAdaptive: true},
+		{Name: ClientLimiter, Backoff: full, Limiter: &client},
+		{Name: SharedLimiter, Backoff: full, Limiter: &shared, SharedLimiter: true},
+		{Name: SharedCUBIC, Backoff: full, AWSAdaptive: true, SharedLimiter: true},
+	}
+}
+
+// ClientLimiterConfig is the limiter of each client of client-limiter: the
+// defaults.
+func ClientLimiterConfig() retry.LimiterConfig { return retry.LimiterConfig{} }
+
+// SharedLimiterConfig is the limiter of shared-limiter, set as retryd
+// sets one per host: a floor of 10 attempts/s, a climb of 100 attempts/s
+// per second (a tenth of what the server takes: the overshoot allowed), a
+// probe every half second on average while the circuit is open (one
+// request, for all the clients behind it).
+func SharedLimiterConfig() retry.LimiterConfig {
+	return retry.LimiterConfig{Floor: 10, Increase: 100, OpenFor: 500 * time.Millisecond}
 }

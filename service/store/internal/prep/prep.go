@@ -30,8 +30,12 @@ func Policy(in *store.Policy) (*store.Policy, error) {
 }
 
 // Finish refuses, with ErrInvalid, an f whose Status is not one a
-// TaskFinish sets: SUCCEEDED, PENDING (a retry), EXHAUSTED or FAILED.
+// TaskFinish sets: SUCCEEDED, PENDING (a retry), EXHAUSTED or FAILED, and
+// a Held f that is not PENDING or logs an attempt.
 func Finish(f *store.Finish) error {
+	if f.Held && (f.Status != store.Pending || f.Attempt.AttemptNumber != 0) {
+		return fmt.Errorf("held finish as %q with attempt %d: %w", f.Status, f.Attempt.AttemptNumber, store.ErrInvalid)
+	}
 	switch f.Status {
 	case store.Succeeded, store.Pending, store.Exhausted, store.Failed:
 		return nil

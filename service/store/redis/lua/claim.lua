@@ -3,14 +3,17 @@
 -- first, up to a limit: PENDING ones whose next attempt is due move from
 -- the due set to the lease set; IN_FLIGHT ones whose lease ran out stay
 -- there with a new lease, their lost attempt logged and counted. Each
--- claimed task's attempt number and version go up. Others are skipped.
--- KEYS: 1 due set, 2 lease set, 3 counts, then per candidate its task hash
---       and its attempt log
+-- claimed task's attempt number and version go up, and its lease names
+-- the claiming instance (in the task's 'ho' and the held hash; none when
+-- the instance is ''). Others are skipped.
+-- KEYS: 1 due set, 2 lease set, 3 counts, 4 tenant counts, 5 held hash,
+--       then per candidate its task hash and its attempt log
 -- ARGV: 1 now (ms), 2 lease until (ms), 3 limit, 4 attempt log cap,
---       5 the lost attempt's error message, 6... the candidates' IDs
+--       5 the lost attempt's error message, 6 the instance, 7... the
+--       candidates' IDs
 -- Returns {due score, task hash} per claimed task, in claim order.
 local now, limit, cap = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local lost = ARGV[5]
+local lost, holder = ARGV[5], ARGV[6]
 
 local function pack(...)
   local out = {}
@@ -21,7 +24,7 @@ local function pack(...)
 end
 
 local due = {}
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   local expired = false
   local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if not s then
@@ -29,7 +32,7 @@ for i = 6, #ARGV do
     expired = true
   end
   if s and tonumber(s) <= now then
-    due[#due + 1] = {score = tonumber(s), n = i - 5, expired = expired}
+    due[#due + 1] = {score = tonumber(s), n = i - 6, expired = expired}
   end
 end
 table.sort(due, function(a, b)
@@ -40,17 +43,22 @@ end)
 -- Each task is read once (HGETALL), written once (HSET), and returned as
 -- read with the written fields patched in: fewer calls per task is what
 -- bounds a Redis shard's claims per second.
-local out, moved = {}, 0
+local out, moved, tenants = {}, 0, {}
 for j = 1, math.min(#due, limit) do
   local c = due[j]
-  local id, task, log = ARGV[5 + c.n], KEYS[2 + 2 * c.n], KEYS[3 + 2 * c.n]
+  local id, task, log = ARGV[6 + c.n], KEYS[4 + 2 * c.n], KEYS[5 + 2 * c.n]
   local h = redis.call('HGETALL', task)
   local at = {}
   for k = 1, #h, 2 do
     at[h[k]] = k + 1
   end
   local set = {'an', string.format('%d', h[at.an] + 1), 'v', string.format('%d', h[at.v] + 1),
-    'st', 'IN_FLIGHT', 'lu', ARGV[2], 'ca', ARGV[1], 'u', ARGV[1]}
+    'st', 'IN_FLIGHT', 'lu', ARGV[2], 'ca', ARGV[1], 'u', ARGV[1], 'ho', holder}
+  if holder ~= '' then
+    redis.call('HSET', KEYS[5], id, holder)
+  elseif c.expired then
+    redis.call('HDEL', KEYS[5], id)
+  end
   if c.expired then
     local entry = pack(h[at.an], h[at.ca], string.format('%d', (h[at.lu] - h[at.ca]) * 1000000), '0', lost, '')
     if redis.call('RPUSH', log, entry) > cap then
@@ -62,16 +70,27 @@ for j = 1, math.min(#due, limit) do
   else
     redis.call('ZREM', KEYS[1], id)
     moved = moved + 1
+    tenants[h[at.tn]] = (tenants[h[at.tn]] or 0) + 1
   end
   redis.call('ZADD', KEYS[2], ARGV[2], id)
   redis.call('HSET', task, unpack(set))
   for k = 1, #set, 2 do
-    h[at[set[k]]] = set[k + 1]
+    local pos = at[set[k]]
+    if pos then
+      h[pos] = set[k + 1]
+    else -- a field the task did not have yet ('ho')
+      h[#h + 1], h[#h + 2] = set[k], set[k + 1]
+      at[set[k]] = #h
+    end
   end
   out[j] = {c.score, h}
 end
 if moved > 0 then
   redis.call('HINCRBY', KEYS[3], 'PENDING', -moved)
   redis.call('HINCRBY', KEYS[3], 'IN_FLIGHT', moved)
+  for tn, n in pairs(tenants) do
+    redis.call('HINCRBY', KEYS[4], 'PENDING:' .. tn, -n)
+    redis.call('HINCRBY', KEYS[4], 'IN_FLIGHT:' .. tn, n)
+  end
 end
 return out

@@ -3,8 +3,8 @@
 -- a task: a task of the same tenant and idempotency key (the request was
 -- repeated) is returned instead, another request's is refused. One
 -- PUBLISH tells of every task created, a line each.
--- KEYS: 1 due set, 2 counts, 3 body reference counts, then the keys tasks
---       name by position
+-- KEYS: 1 due set, 2 counts, 3 body reference counts, 4 tenant counts, then
+--       the keys tasks name by position
 -- ARGV: 1 wake channel, 2 F: how many hash fields a task has, then per
 --       task: key # of its hash, key # of the first of its 3 LIVE list
 --       indexes, and its F fields and values, the first six id, tn, ik,
@@ -16,6 +16,8 @@ local res, wakes = {}, {}
 -- The members each sorted set gains, {score, member, ...}: ZADD takes them
 -- all at once, rather than one call per task and set.
 local due, adds, order = {}, {}, {}
+-- The tasks created of each tenant, for the tenant counts.
+local tenants = {}
 for i = 3, #ARGV, 2 * nf + 2 do
   local task, ix = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i + 1])
   local id, next, seq, br = ARGV[i + 3], ARGV[i + 9], ARGV[i + 11], ARGV[i + 13]
@@ -42,6 +44,8 @@ for i = 3, #ARGV, 2 * nf + 2 do
       a[#a + 1], a[#a + 2] = seq, id
     end
     wakes[#wakes + 1] = id .. ' ' .. next .. ' 1'
+    local tn = ARGV[i + 5]
+    tenants[tn] = (tenants[tn] or 0) + 1
     res[#res + 1] = 1
   end
 end
@@ -59,5 +63,8 @@ for _, key in ipairs(order) do
   zadd(key, adds[key])
 end
 redis.call('HINCRBY', KEYS[2], 'PENDING', #wakes)
+for tn, n in pairs(tenants) do
+  redis.call('HINCRBY', KEYS[4], 'PENDING:' .. tn, n)
+end
 redis.call('PUBLISH', ARGV[1], table.concat(wakes, '\n'))
 return res

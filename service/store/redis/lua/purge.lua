@@ -6,7 +6,7 @@
 -- caller must then release are pushed on the purged list first, so that a
 -- caller that dies before releasing them leaves them for the next purge.
 -- KEYS: 1 terminal tasks by end (done), 2 counts, 3 body reference counts,
---       4 purged list, then the keys items name by position
+--       4 purged list, 5 tenant counts, then the keys items name by position
 -- ARGV: 1 before (ms), then 7 per item: id, task hash key #, attempt log
 --       key #, key # of the first of the 3 list indexes of its status, seq,
 --       status, purged list entry
@@ -16,7 +16,7 @@ local terminal = {SUCCEEDED = true, EXHAUSTED = true, FAILED = true, CANCELLED =
 local res = {}
 for i = 2, #ARGV, 7 do
   local id, task, log, ix = ARGV[i], KEYS[tonumber(ARGV[i + 1])], KEYS[tonumber(ARGV[i + 2])], tonumber(ARGV[i + 3])
-  local cur = redis.call('HMGET', task, 'st', 'seq', 'f', 'br')
+  local cur = redis.call('HMGET', task, 'st', 'seq', 'f', 'br', 'tn')
   if not cur[1] or not terminal[cur[1]] then
     redis.call('ZREM', KEYS[1], id)
     res[#res + 1] = 0
@@ -30,6 +30,7 @@ for i = 2, #ARGV, 7 do
     end
     redis.call('ZREM', KEYS[1], id)
     redis.call('HINCRBY', KEYS[2], cur[1], -1)
+    redis.call('HINCRBY', KEYS[5], cur[1] .. ':' .. cur[5], -1)
     if cur[4] and cur[4] ~= '' and redis.call('HINCRBY', KEYS[3], cur[4], -1) <= 0 then
       redis.call('HDEL', KEYS[3], cur[4])
     end

@@ -2,7 +2,8 @@
 -- Cancels (to CANCELLED) or redrives (to PENDING) one task whose status is
 -- one of the allowed ones.
 -- KEYS: 1 task hash, 2 due set, 3 lease set, 4 counts, 5 terminal tasks by
---       end, then 3 list index keys per state named in ARGV, in that order
+--       end, 6 tenant counts, then 3 list index keys per state named in
+--       ARGV, in that order
 -- ARGV: 1 wake channel, 2 id, 3 new status, 4 now (ms), 5 n, 6..5+n the
 --       allowed statuses, then the states whose index keys follow
 -- Returns {1} for no such task, {2} for a status not allowed, else
@@ -21,7 +22,7 @@ if not allowed then
 end
 local base = {}
 for i = 6 + n, #ARGV do
-  base[ARGV[i]] = 6 + 3 * (i - 6 - n)
+  base[ARGV[i]] = 7 + 3 * (i - 6 - n)
 end
 local function state(s)
   if s == 'PENDING' or s == 'IN_FLIGHT' then return 'LIVE' end
@@ -33,6 +34,9 @@ redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
 redis.call('HINCRBY', KEYS[4], st, -1)
 redis.call('HINCRBY', KEYS[4], to, 1)
+local tn = redis.call('HGET', KEYS[1], 'tn')
+redis.call('HINCRBY', KEYS[6], st .. ':' .. tn, -1)
+redis.call('HINCRBY', KEYS[6], to .. ':' .. tn, 1)
 local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 if to == 'PENDING' then
   redis.call('HSET', KEYS[1], 'st', 'PENDING', 'an', '0', 'prev', '0', 'le', '', 'ls', '0', 'next', now,

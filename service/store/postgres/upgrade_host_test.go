@@ -1,0 +1,74 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/postgres"
+)
+
+// upgradeURLs are target URLs of the kinds the API accepts, and the host
+// url.URL.Host gives each, lower-cased: migration 004 must find the same
+// in the tasks stored before it.
+var upgradeURLs = map[string]string{
+	"http://example.com/hook":                  "example.com",
+	"https://Example.COM:8443/p?q=1#f":         "example.com:8443",
+	"http://user:pw@Host.example:80/":          "host.example:80",
+	"http://a@b@host.example?x=/y":             "host.example",
+	"HTTP://[::1]:9000":                        "[::1]:9000",
+	"http://host.example?q=http://other.host/": "host.example",
+	"http://host.example#http://other.host/":   "host.example",
+	"https://api.example.com":                  "api.example.com",
+	"http://path.example/a@b":                  "path.example",
+	"http://query.example?x=a@b/c":             "query.example",
+}
+
+// TestUpgradeTargetHost: tasks stored before schema 4 are found by the
+// host of their target.
+func TestUpgradeTargetHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := newSchema(t)
+	fs3 := fstest.MapFS{}
+	for _, name := range []string{"001_init", "002_body_ref", "003_tenant_counts"} {
+		b, err := os.ReadFile("migrations/" + name + ".up.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs3["migrations/"+name+".up.sql"] = &fstest.MapFile{Data: b}
+	}
+	if err := postgres.MigrateFS(ctx, serverURL(), fs3, postgres.WithSchema(schema)); err != nil {
+		t.Fatalf("migrate to schema 3: %v", err)
+	}
+	conn := admin(t)
+	defer conn.Close(ctx)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for u := range upgradeURLs {
+		var seq int64
+		if err := conn.QueryRow(ctx, `INSERT INTO `+schema+`.retry_tasks (created_at, body_binary, id, tenant,
+			idempotency_key, request_hash, policy_id, state, method, target_url, headers, body)
+			VALUES ($1, false, $2, 't', $2, 'h', 'p', 'LIVE', 'POST', $2, '{}', '') RETURNING seq`, at, u).Scan(&seq); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO `+schema+`.retry_runs (task_seq, version, wake_at, next_attempt_at,
+			budget_start, updated_at, prev_delay_ns, attempt_number, last_status, status, last_error)
+			VALUES ($1, 1, $2, $2, $2, $2, 0, 0, 0, 'PENDING', '')`, seq, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, schema)
+	want := map[string][]string{}
+	for u, host := range upgradeURLs {
+		want[host] = append(want[host], u)
+	}
+	for host, urls := range want {
+		items, _, err := s.TaskList(ctx, store.TaskFilter{Tenant: "t", TargetHost: host}, store.Page{})
+		if err != nil || len(items) != len(urls) {
+			t.Errorf("TaskList(%s) = %d tasks, %v; want those of %q", host, len(items), err, urls)
+		}
+	}
+}
