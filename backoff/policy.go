@@ -181,22 +181,22 @@ func orNone(d time.Duration) time.Duration {
 // that passes Validate.
 func (p *Policy) Delay(n int, prev time.Duration, src Source) time.Duration {
 	// The common case, exponential doubling with full jitter, in a few
-	// integer operations: Kind and Jitter are zero, and Multiplier is 0 or 2,
-	// the two float64s whose bits are 0 and 1<<62. delay gives the same
+	// integer operations: Kind and Jitter are zero, and Multiplier is 0 or
+	// 2, the two float64s whose bits are 0 and 1<<62. delay gives the same
 	// results, in more steps.
 	if p.Kind|Kind(p.Jitter) == 0 && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
+		// Everything but the draw first, so that only d and lo live across
+		// the call to the generator.
+		hi := p.limit()
+		d := doubling(p.base(), n, hi)
+		lo := min(p.Min, hi)
 		var u uint64 // draw(src), written out: it is too big to inline
 		if src == nil {
 			u = rand.Uint64()
 		} else {
 			u = src.Uint64()
 		}
-		hi := p.limit()
-		out := scaleBits(doubling(p.base(), n, hi), u) // in [0, d), d ≤ hi
-		if out < p.Min {
-			out = min(p.Min, hi)
-		}
-		return out
+		return max(scaleBits(d, u), lo) // scaleBits is in [0, d), d ≤ hi
 	}
 	return p.delay(n, prev, src)
 }
