@@ -255,8 +255,11 @@ func SafeURL(raw string) (full, host string, port int) {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		authority, path = rest[:i], rest[i:]
 	}
+	// Without userinfo, what is kept is a prefix of raw: no new string.
+	full = raw[:len(scheme)+len("://")+len(rest)]
 	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
 		authority = authority[i+1:]
+		full = scheme + "://" + authority + path
 	}
 	host, port = authority, 80
 	if strings.EqualFold(scheme, "https") {
@@ -270,7 +273,7 @@ func SafeURL(raw string) (full, host string, port int) {
 	} else {
 		host = strings.TrimSuffix(strings.TrimPrefix(authority, "["), "]")
 	}
-	return scheme + "://" + authority + path, host, port
+	return full, host, port
 }
 
 // Result is what one attempt came to: a response (Status > 0) or an error.

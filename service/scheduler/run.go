@@ -217,7 +217,7 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 		s.work <- t // never waits: it holds as many tasks as there are workers
 	}
 	if s.tracer != nil && len(tasks) > 0 {
-		s.claimSpan(tasks, began, ended) // once every task has its request (withRequest)
+		s.storeSpan("store.TaskClaim", began, ended, len(tasks), nil)
 	}
 }
 

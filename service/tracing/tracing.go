@@ -255,7 +255,22 @@ type ids struct {
 // tid matters only for a root span (a task created without a trace
 // context); a child keeps its parent's trace.
 func WithIDs(ctx context.Context, tid trace.TraceID, sid trace.SpanID) context.Context {
-	return context.WithValue(ctx, idsKey{}, ids{tid, sid})
+	// One allocation per attempt instead of context.WithValue's two (the
+	// context and the boxed IDs): every attempt's span starts here.
+	return &idsCtx{ctx, ids{tid, sid}}
+}
+
+// idsCtx is ctx carrying ids under idsKey.
+type idsCtx struct {
+	context.Context
+	ids ids
+}
+
+func (c *idsCtx) Value(key any) any {
+	if key == (idsKey{}) {
+		return &c.ids
+	}
+	return c.Context.Value(key)
 }
 
 // IDGenerator gives a span the IDs WithIDs put in its start context, and
@@ -266,7 +281,7 @@ type IDGenerator struct{}
 
 // NewIDs returns the IDs of a root span.
 func (IDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	if v, ok := ctx.Value(idsKey{}).(ids); ok && v.tid.IsValid() && v.sid.IsValid() {
+	if v, ok := ctx.Value(idsKey{}).(*ids); ok && v.tid.IsValid() && v.sid.IsValid() {
 		return v.tid, v.sid
 	}
 	var tid trace.TraceID
@@ -279,7 +294,7 @@ func (IDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 
 // NewSpanID returns the ID of a span of the trace tid.
 func (IDGenerator) NewSpanID(ctx context.Context, tid trace.TraceID) trace.SpanID {
-	if v, ok := ctx.Value(idsKey{}).(ids); ok && v.sid.IsValid() {
+	if v, ok := ctx.Value(idsKey{}).(*ids); ok && v.sid.IsValid() {
 		return v.sid
 	}
 	return randomSpanID()

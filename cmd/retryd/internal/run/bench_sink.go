@@ -1,10 +1,11 @@
 package run
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 type otlpSink struct {
 	srv      *http.Server
 	url      string
+	mu       sync.Mutex   // exports come one at a time, so one buffer serves
+	buf      bytes.Buffer // the body of the export being read
 	requests atomic.Int64
 	spans    atomic.Int64
 	bytes    atomic.Int64
@@ -36,11 +39,14 @@ func startSink() (*otlpSink, error) {
 }
 
 func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
+	if _, err := s.buf.ReadFrom(r.Body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	b := s.buf.Bytes()
 	s.requests.Add(1)
 	s.bytes.Add(int64(len(b)))
 	if r.Header.Get("Content-Encoding") == "" {
