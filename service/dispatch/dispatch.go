@@ -29,7 +29,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +38,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/retrykit/retry/service/blob"
+	"github.com/retrykit/retry/service/internal/targeturl"
 )
 
 // Defaults for the zero fields of Config.
@@ -239,41 +239,16 @@ func (t Trace) appendTraceparent(b []byte) []byte {
 // SafeURL returns raw, a target URL, as a span's url.full may show it:
 // without userinfo, query or fragment, which may hold credentials (a token
 // in the query is common), and the host and port it names (the scheme's
-// default port when it names none); "" when raw has no scheme. It cuts the
-// string rather than parsing it, as it runs for every attempt traced.
+// default port when it names none); "" when raw has no scheme. The rule is
+// package targeturl's, which the limiter's keys and the stores' target
+// hosts follow too.
 func SafeURL(raw string) (full, host string, port int) {
-	scheme, rest, ok := strings.Cut(raw, "://")
+	u, ok := targeturl.Cut(raw)
 	if !ok {
 		return "", "", 0
 	}
-	end := len(rest)
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		end = i
-	}
-	rest = rest[:end]
-	authority, path := rest, ""
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		authority, path = rest[:i], rest[i:]
-	}
-	// Without userinfo, what is kept is a prefix of raw: no new string.
-	full = raw[:len(scheme)+len("://")+len(rest)]
-	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
-		authority = authority[i+1:]
-		full = scheme + "://" + authority + path
-	}
-	host, port = authority, 80
-	if strings.EqualFold(scheme, "https") {
-		port = 443
-	}
-	if h, p, err := net.SplitHostPort(authority); err == nil {
-		host = h
-		if n, err := strconv.Atoi(p); err == nil {
-			port = n
-		}
-	} else {
-		host = strings.TrimSuffix(strings.TrimPrefix(authority, "["), "]")
-	}
-	return full, host, port
+	host, port = u.HostPort()
+	return u.Safe(), host, port
 }
 
 // Result is what one attempt came to: a response (Status > 0) or an error.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/internal/targeturl"
 )
 
 // Tuning of admission; see the package documentation.
@@ -226,24 +227,17 @@ func (h *Host) Rate() float64 { return h.lim.Rate() }
 // State returns the limiter's circuit state.
 func (h *Host) State() retry.CircuitState { return h.lim.State() }
 
-// Key returns the limiter key of a target URL: its scheme and host (with
-// the port when the URL has one), in lower case, without any user info;
-// "" when rawURL has no "scheme://". It allocates nothing for a URL in
-// lower case without user info, the common case.
+// Key returns the limiter key of a target URL: its scheme and authority
+// (host, and port when the URL has one; package targeturl's rule), in
+// lower case, without any userinfo; "" when rawURL has no "scheme://". It
+// allocates nothing for a URL in lower case without userinfo, the common
+// case.
 func Key(rawURL string) string {
-	i := strings.Index(rawURL, "://")
-	if i <= 0 {
+	u, ok := targeturl.Cut(rawURL)
+	if !ok {
 		return ""
 	}
-	rest := rawURL[i+3:]
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-		rest = rest[:end]
-	}
-	key := rawURL[:i+3+len(rest)]
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		key = rawURL[:i+3] + rest[at+1:]
-	}
-	return strings.ToLower(key)
+	return strings.ToLower(u.Origin())
 }
 
 // HeldError returns the lastError of a task held back, whose lastError was
