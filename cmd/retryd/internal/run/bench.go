@@ -35,6 +35,7 @@ type benchConfig struct {
 	cpuProf  string
 	memProf  string
 	target   string
+	client   string // the API runs' clients: targetLean or targetNetHTTP
 	bodySize int64  // --body-size: bytes of each API task's body; 0: a few bytes, {"n":i}
 	blobs    string // --blobs passed to each retryd process; "": its default
 	otlpSink bool   // --otlp-sink: export spans to a sink the bench runs
@@ -182,6 +183,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.BoolVar(&c.skipTput, "skip-throughput", false, "skip the loop's throughput run")
 	fs.BoolVar(&c.skipLag, "skip-lag", false, "skip the loop's lag run (with --mode all it is skipped unless --skip-lag=false)")
 	fs.StringVar(&c.target, "target", targetLean, "the loopback target: "+targetLean+" (a minimal HTTP/1.1 responder, so that the figures are retryd's) or "+targetNetHTTP+" (Go's server)")
+	fs.StringVar(&c.client, "client", targetLean, "API runs: the clients' HTTP client: "+targetLean+" (fasthttp's, so that the figures are retryd's more than the clients') or "+targetNetHTTP+" (Go's)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write a CPU profile of the bench process (with --mode api: the clients and target only) to this `file`")
 	fs.StringVar(&c.memProf, "memprofile", "", "write an allocation profile of the bench process to this `file`")
 	fs.Var(byteSize{&c.bodySize}, "body-size", "API runs: each task's body is this `size` (bytes, or 64KiB, 1MiB), distinct per task (its index first); default a few bytes ({\"n\":i})")
@@ -212,8 +214,10 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	if c.batch < 1 || c.batch > maxBatch {
 		bad = append(bad, fmt.Sprintf("--batch %d: want 1 to %d", c.batch, maxBatch))
 	}
-	if c.target != targetLean && c.target != targetNetHTTP {
-		bad = append(bad, fmt.Sprintf("--target %q: want %s or %s", c.target, targetLean, targetNetHTTP))
+	for name, v := range map[string]string{"target": c.target, "client": c.client} {
+		if v != targetLean && v != targetNetHTTP {
+			bad = append(bad, fmt.Sprintf("--%s %q: want %s or %s", name, v, targetLean, targetNetHTTP))
+		}
 	}
 	for r := range strings.SplitSeq(*runs, ",") {
 		switch r = strings.TrimSpace(r); {

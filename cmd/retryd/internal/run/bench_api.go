@@ -16,8 +16,8 @@ import (
 // every run that failed or found a task lost or retried early.
 func benchAPI(ctx context.Context, c benchConfig, tasks, rate int, bs *benchStore, out io.Writer) error {
 	paced := max(1, int(float64(rate)*c.duration.Seconds()))
-	fmt.Fprintf(out, "api runs: %d clients, each one keep-alive connection; a new retryd process per run: serve --listen 127.0.0.1:<free port> --allow-target 127.0.0.1/32 --workers %d\n",
-		c.clients, c.workers)
+	fmt.Fprintf(out, "api runs: %d clients (%s), each one keep-alive connection; a new retryd process per run: serve --listen 127.0.0.1:<free port> --allow-target 127.0.0.1/32 --workers %d\n",
+		c.clients, c.client, c.workers)
 	if c.bodySize > 0 || c.blobs != "" {
 		fmt.Fprintf(out, "api bodies: %s each (distinct per task); retryd --blobs %s\n", sizeString(c.bodySize), orWord(c.blobs, "(its default)"))
 	}
@@ -134,7 +134,7 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 			err = errors.Join(err, serr)
 		}
 	}()
-	r.mon = newAPIClient(r.proc.addr)
+	r.mon = newAPIClient(r.proc.addr, c.client)
 	defer r.mon.close()
 	if err := r.mon.registerPolicy(ctx); err != nil {
 		return err

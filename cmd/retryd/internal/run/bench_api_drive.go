@@ -36,7 +36,7 @@ func (r *apiRun) clients(work func(c *apiClient) bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := newAPIClient(r.proc.addr)
+			c := newAPIClient(r.proc.addr, r.c.client)
 			defer c.close()
 			for work(c) {
 			}

@@ -83,3 +83,26 @@ func section(report, name string) string {
 	m := regexp.MustCompile(`(?m)^api ` + name + `:.*\n(  .*\n)*`).FindString(report)
 	return m
 }
+
+// TestBenchAPIClients: the single run works the same with either HTTP
+// client, and the report names the one it used.
+func TestBenchAPIClients(t *testing.T) {
+	t.Parallel()
+	for _, client := range []string{"lean", "net/http"} {
+		t.Run(client, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			args := []string{"--mode", "api", "--runs", "single", "--dir", t.TempDir(), "--clients", "3", "--tasks", "60",
+				"--client", client, "--timeout", "2m"}
+			if err := run.Bench(context.Background(), args, func(string) string { return "" }, &out, io.Discard); err != nil {
+				t.Fatalf("Bench: %v\n%s", err, out.String())
+			}
+			for _, re := range []string{`api runs: 3 clients \(` + regexp.QuoteMeta(client) + `\), each one keep-alive connection`,
+				`correctness: 60 acknowledged \(201\), 60 answered 200 by the target, 60 SUCCEEDED`} {
+				if !regexp.MustCompile(re).MatchString(out.String()) {
+					t.Errorf("report lacks %q:\n%s", re, out.String())
+				}
+			}
+		})
+	}
+}

@@ -40,7 +40,7 @@ func TestBenchReports(t *testing.T) {
 func TestBenchRejectsBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"--tasks", "0"}, {"--rate", "-1"}, {"--nope"}, {"--target", "nginx"}, {"--mode", "fast"},
+		{"--tasks", "0"}, {"--rate", "-1"}, {"--nope"}, {"--target", "nginx"}, {"--client", "curl"}, {"--mode", "fast"},
 		{"--clients", "0"}, {"--batch", "0"}, {"--batch", "1001"}, {"--runs", "single,bulk"},
 		{"--store", "mysql://127.0.0.1/x"}, {"--store", "./my.db"}, {"--timeout", "0s"}, {"extra"},
 	} {
