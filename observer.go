@@ -51,6 +51,12 @@ type Event struct {
 	// Retrying: the caller's context ended during the wait that followed.
 	// It tells why the execution stopped; a count of attempts skips it.
 	Repeated bool
+	// Result tells what a successful attempt came to when its executor
+	// knows more than "no error", by the methods an error names its status
+	// with: retryhttp's has HTTPStatusCode() int (the response's status),
+	// retrygrpc's unary calls RPCStatusCode() string ("OK"). Nil otherwise,
+	// and for every attempt that failed (Err says it).
+	Result any
 }
 
 // Observer hears the end of every attempt of every execution of a Policy: the

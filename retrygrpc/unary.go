@@ -21,6 +21,9 @@ import (
 // wraps the *retry.Error. The interceptor is safe for concurrent use.
 func UnaryClientInterceptor(c Config) grpc.UnaryClientInterceptor {
 	c.Codes = cloneCodes(c.Codes)
+	if c.Policy.Observer != nil {
+		c.Policy.Observer = okObserver{c.Policy.Observer}
+	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx = withIdempotencyKey(ctx)
 		var trailer metadata.MD
@@ -69,3 +72,21 @@ func cloneCodes(cs []codes.Code) []codes.Code {
 	}
 	return append([]codes.Code{}, cs...)
 }
+
+// okObserver passes a unary call's events on to next, telling it of each
+// successful attempt that its code was OK (Event.Result), as an attempt's
+// error tells it a failure's (RPCStatusCode).
+type okObserver struct{ next retry.Observer }
+
+func (o okObserver) Observe(ctx context.Context, e retry.Event) {
+	if e.Outcome == retry.Succeeded {
+		e.Result = okStatus{}
+	}
+	o.next.Observe(ctx, e)
+}
+
+// okStatus is the Event.Result of a successful unary attempt.
+type okStatus struct{}
+
+// RPCStatusCode returns "OK".
+func (okStatus) RPCStatusCode() string { return codeName(codes.OK) }

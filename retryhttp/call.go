@@ -49,8 +49,11 @@ func (c *call) run() (*http.Response, error) {
 	// so the response can be let go here, and its connection is free during
 	// the wait.
 	c.p.Observer = retry.ObserverFunc(func(ctx context.Context, e retry.Event) {
-		if e.Outcome == retry.Retrying {
+		switch {
+		case e.Outcome == retry.Retrying:
 			c.discard()
+		case e.Outcome == retry.Succeeded && c.resp != nil:
+			e.Result = responseStatus(c.resp.StatusCode)
 		}
 		if user != nil {
 			user.Observe(ctx, e)
@@ -217,3 +220,10 @@ func (b *cancelRWBody) Close() error {
 	b.cancel(nil)
 	return err
 }
+
+// responseStatus is an Event.Result: the status of the response a
+// successful attempt got, named as a StatusError names a failed one's.
+type responseStatus int
+
+// HTTPStatusCode returns the status code.
+func (s responseStatus) HTTPStatusCode() int { return int(s) }

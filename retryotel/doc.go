@@ -38,10 +38,14 @@
 //   - http.response.status_code for an error with an HTTP status
 //     (HTTPStatusCode() int, as retryhttp's StatusError has), and
 //     rpc.response.status_code for one with an RPC status code
-//     (RPCStatusCode() string, as retrygrpc's attempts have: "UNAVAILABLE").
+//     (RPCStatusCode() string, as retrygrpc's attempts have: "UNAVAILABLE");
+//     for a successful attempt, the same from retry.Event.Result, which
+//     retryhttp fills with the response's status and retrygrpc's unary
+//     calls with "OK". A response the engine took as final with a status
+//     of 400 or more (a 404, not retried) is an error to an HTTP client
+//     span: status Error, and error.type the code.
 //
-// A successful attempt returns no error, so its span has no status code:
-// the response is the caller's, and so is the instrumentation of it
+// The response itself is the caller's, and so is the instrumentation of it
 // (otelhttp, otelgrpc), whose spans are siblings of the attempt spans.
 //
 // When an execution stops with no attempt of its own to report it — the

@@ -113,3 +113,19 @@ func unwrap(err error) error {
 // retryPath is package retry's import path (TestGiveUps's "not retryable"
 // fails if it is wrong).
 const retryPath = "github.com/retrykit/retry"
+
+// succeeded reads the status a successful attempt's Event.Result names.
+// An HTTP status of 400 or more is an error to HTTP client spans even when
+// the engine took it as final: it becomes error.type too.
+func succeeded(result any) failure {
+	var f failure
+	switch r := result.(type) {
+	case interface{ HTTPStatusCode() int }:
+		if f.httpStatus = r.HTTPStatusCode(); f.httpStatus >= 400 {
+			f.errType = strconv.Itoa(f.httpStatus)
+		}
+	case rpcStatuser:
+		f.rpcStatus = r.RPCStatusCode()
+	}
+	return f
+}

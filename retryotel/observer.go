@@ -135,6 +135,9 @@ func (o *Observer) Observe(ctx context.Context, e retry.Event) {
 		f = o.describe(e.Err)
 	}
 	o.record(ctx, &e, name, f.errType)
+	if e.Outcome == retry.Succeeded && e.Result != nil {
+		f = succeeded(e.Result) // for the span only: the metrics count successes as such
+	}
 	// An attempt heard of already (Repeated), or none made: no attempt to
 	// draw, but the caller's span still learns why the execution stopped.
 	if e.Attempt <= 0 || e.Repeated {
@@ -255,13 +258,14 @@ func (o *Observer) span(ctx context.Context, e *retry.Event, name string, f *fai
 	case retry.GaveUp:
 		attrs = append(attrs, StopReasonKey.String(stopReason(e.Reason)))
 	}
+	if f.errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(f.errType))
+	}
 	switch {
 	case f.httpStatus != 0:
-		attrs = append(attrs, semconv.ErrorTypeKey.String(f.errType), semconv.HTTPResponseStatusCodeKey.Int(f.httpStatus))
+		attrs = append(attrs, semconv.HTTPResponseStatusCodeKey.Int(f.httpStatus))
 	case f.rpcStatus != "":
-		attrs = append(attrs, semconv.ErrorTypeKey.String(f.errType), semconv.RPCResponseStatusCodeKey.String(f.rpcStatus))
-	case f.errType != "":
-		attrs = append(attrs, semconv.ErrorTypeKey.String(f.errType))
+		attrs = append(attrs, semconv.RPCResponseStatusCodeKey.String(f.rpcStatus))
 	}
 	// The attributes go in at the start, where a sampler sees them.
 	_, span := o.tracer.Start(ctx, SpanName, trace.WithTimestamp(start), o.kind, trace.WithAttributes(attrs...))
@@ -270,9 +274,14 @@ func (o *Observer) span(ctx context.Context, e *retry.Event, name string, f *fai
 		return
 	}
 	at := trace.WithTimestamp(end)
-	if e.Err != nil && e.Outcome != retry.Succeeded {
+	switch {
+	case e.Err != nil && e.Outcome != retry.Succeeded:
 		span.RecordError(e.Err, at)
 		span.SetStatus(codes.Error, e.Err.Error())
+	case f.errType != "":
+		// A response the engine took as final that HTTP calls an error
+		// (4xx, 5xx): client spans mark it so, the status saying why.
+		span.SetStatus(codes.Error, "")
 	}
 	span.End(at)
 }

@@ -69,11 +69,41 @@ func TestRetryHTTP(t *testing.T) {
 	want := []string{
 		"error.type=503 http.response.status_code=503 retry.attempt=1 retry.delay=0.001 retry.max_attempts=3 retry.outcome=retrying retry.policy.name=orders-api",
 		"error.type=503 http.response.status_code=503 retry.attempt=2 retry.delay=0.002 retry.max_attempts=3 retry.outcome=retrying retry.policy.name=orders-api",
-		// A success returns no error to the engine, so no status reaches
-		// the observer: the response is the caller's.
-		"retry.attempt=3 retry.max_attempts=3 retry.outcome=succeeded retry.policy.name=orders-api",
+		// A success returns no error to the engine; retryhttp tells the
+		// observer its status through Event.Result.
+		"http.response.status_code=200 retry.attempt=3 retry.max_attempts=3 retry.outcome=succeeded retry.policy.name=orders-api",
 	}
 	checkSpans(t, h, caller, want)
+}
+
+// TestRetryHTTPFinalError: a 404 is no failure to the retry engine (it is
+// not retried) but an error to an HTTP client span: the one attempt span
+// says so, with the status code as error.type.
+func TestRetryHTTPFinalError(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	h := setup(t, retryotel.Config{Name: "orders-api"})
+	client := &http.Client{Transport: &retryhttp.Transport{Base: srv.Client().Transport, Policy: fastPolicy(h.obs)}}
+	ctx, caller := h.caller(t)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/orders/404", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	caller.End()
+	spans := h.attempts(t, caller)
+	if len(spans) != 1 {
+		t.Fatalf("%d attempt spans, want 1", len(spans))
+	}
+	const want = "error.type=404 http.response.status_code=404 retry.attempt=1 retry.max_attempts=3 retry.outcome=succeeded retry.policy.name=orders-api"
+	if got := attrs(spans[0].Attributes); got != want || spans[0].Status.Code != codes.Error {
+		t.Errorf("attempt span: attributes\n\t%s\nstatus %v; want\n\t%s\nstatus Error", got, spans[0].Status.Code, want)
+	}
 }
 
 // TestRetryGRPC: a real gRPC server on 127.0.0.1 answers UNAVAILABLE twice,
@@ -111,7 +141,7 @@ func TestRetryGRPC(t *testing.T) {
 	want := []string{
 		"error.type=UNAVAILABLE retry.attempt=1 retry.delay=0.001 retry.max_attempts=3 retry.outcome=retrying " + method + " rpc.response.status_code=UNAVAILABLE",
 		"error.type=UNAVAILABLE retry.attempt=2 retry.delay=0.002 retry.max_attempts=3 retry.outcome=retrying " + method + " rpc.response.status_code=UNAVAILABLE",
-		"retry.attempt=3 retry.max_attempts=3 retry.outcome=succeeded " + method,
+		"retry.attempt=3 retry.max_attempts=3 retry.outcome=succeeded " + method + " rpc.response.status_code=OK",
 	}
 	checkSpans(t, h, caller, want)
 }
