@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -39,6 +40,8 @@ var (
 	buryLua string
 	//go:embed lua/leases.lua
 	leasesLua string
+	//go:embed lua/counts.lua
+	countsLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
@@ -49,21 +52,28 @@ type scripts struct {
 
 func newScripts() scripts {
 	return scripts{
-		create:      goredis.NewScript(createLua),
-		claim:       goredis.NewScript(claimLua),
-		finish:      goredis.NewScript(finishLua),
-		transition:  goredis.NewScript(transitionLua),
+		create:      goredis.NewScript(withCounts(createLua)),
+		claim:       goredis.NewScript(withCounts(claimLua)),
+		finish:      goredis.NewScript(withCounts(finishLua)),
+		transition:  goredis.NewScript(withCounts(transitionLua)),
 		list:        goredis.NewScript(listLua),
 		attempts:    goredis.NewScript(attemptsLua),
 		policy:      goredis.NewScript(policyLua),
 		release:     goredis.NewScript(releaseLua),
 		due:         goredis.NewScript(dueLua),
-		purge:       goredis.NewScript(purgeLua),
+		purge:       goredis.NewScript(withCounts(purgeLua)),
 		tcountsFill: goredis.NewScript(tcountsFillLua),
 		instance:    goredis.NewScript(instanceLua),
 		bury:        goredis.NewScript(buryLua),
-		leases:      goredis.NewScript(leasesLua),
+		leases:      goredis.NewScript(withCounts(leasesLua)),
 	}
+}
+
+// withCounts puts the task counts' rule (lua/counts.lua) into script, after
+// its first line (its #! line, where Redis wants it).
+func withCounts(script string) string {
+	first, rest, _ := strings.Cut(script, "\n")
+	return first + "\n" + countsLua + rest
 }
 
 // call is one script run: Store.eval fills in cmd.

@@ -43,7 +43,7 @@ end)
 -- Each task is read once (HGETALL), written once (HSET), and returned as
 -- read with the written fields patched in: fewer calls per task is what
 -- bounds a Redis shard's claims per second.
-local out, moved, tenants = {}, 0, {}
+local out = {}
 for j = 1, math.min(#due, limit) do
   local c = due[j]
   local id, task, log = ARGV[6 + c.n], KEYS[4 + 2 * c.n], KEYS[5 + 2 * c.n]
@@ -69,8 +69,7 @@ for j = 1, math.min(#due, limit) do
     end
   else
     redis.call('ZREM', KEYS[1], id)
-    moved = moved + 1
-    tenants[h[at.tn]] = (tenants[h[at.tn]] or 0) + 1
+    count(h[at.tn], 'PENDING', 'IN_FLIGHT')
   end
   redis.call('ZADD', KEYS[2], ARGV[2], id)
   redis.call('HSET', task, unpack(set))
@@ -85,12 +84,5 @@ for j = 1, math.min(#due, limit) do
   end
   out[j] = {c.score, h}
 end
-if moved > 0 then
-  redis.call('HINCRBY', KEYS[3], 'PENDING', -moved)
-  redis.call('HINCRBY', KEYS[3], 'IN_FLIGHT', moved)
-  for tn, n in pairs(tenants) do
-    redis.call('HINCRBY', KEYS[4], 'PENDING:' .. tn, -n)
-    redis.call('HINCRBY', KEYS[4], 'IN_FLIGHT:' .. tn, n)
-  end
-end
+apply(KEYS[3], KEYS[4])
 return out

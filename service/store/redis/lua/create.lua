@@ -16,8 +16,6 @@ local res, wakes = {}, {}
 -- The members each sorted set gains, {score, member, ...}: ZADD takes them
 -- all at once, rather than one call per task and set.
 local due, adds, order = {}, {}, {}
--- The tasks created of each tenant, for the tenant counts.
-local tenants = {}
 for i = 3, #ARGV, 2 * nf + 2 do
   local task, ix = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i + 1])
   local id, next, seq, br = ARGV[i + 3], ARGV[i + 9], ARGV[i + 11], ARGV[i + 13]
@@ -44,8 +42,7 @@ for i = 3, #ARGV, 2 * nf + 2 do
       a[#a + 1], a[#a + 2] = seq, id
     end
     wakes[#wakes + 1] = id .. ' ' .. next .. ' 1'
-    local tn = ARGV[i + 5]
-    tenants[tn] = (tenants[tn] or 0) + 1
+    count(ARGV[i + 5], nil, 'PENDING')
     res[#res + 1] = 1
   end
 end
@@ -62,9 +59,6 @@ zadd(KEYS[1], due)
 for _, key in ipairs(order) do
   zadd(key, adds[key])
 end
-redis.call('HINCRBY', KEYS[2], 'PENDING', #wakes)
-for tn, n in pairs(tenants) do
-  redis.call('HINCRBY', KEYS[4], 'PENDING:' .. tn, n)
-end
+apply(KEYS[2], KEYS[4])
 redis.call('PUBLISH', ARGV[1], table.concat(wakes, '\n'))
 return res

@@ -13,9 +13,7 @@
 --       1 to take the claim's attempt back (a held task) or 0
 -- Returns per item 0 (recorded), 1 (no such task) or 2 (lease lost).
 local cap = tonumber(ARGV[2])
-local res, wakes, moved, done = {}, {}, {}, 0
--- moves[field] is the change of a tenant count (see tenantCountField).
-local moves = {}
+local res, wakes = {}, {}
 for i = 3, #ARGV, 14 do
   local id, task, log = ARGV[i], KEYS[tonumber(ARGV[i + 1])], KEYS[tonumber(ARGV[i + 2])]
   local status, now = ARGV[i + 4], ARGV[i + 9]
@@ -26,10 +24,7 @@ for i = 3, #ARGV, 14 do
     res[#res + 1] = 2
   else
     res[#res + 1] = 0
-    done = done + 1
-    moved[status] = (moved[status] or 0) + 1
-    local from, to = 'IN_FLIGHT:' .. cur[5], status .. ':' .. cur[5]
-    moves[from], moves[to] = (moves[from] or 0) - 1, (moves[to] or 0) + 1
+    count(cur[5], 'IN_FLIGHT', status)
     redis.call('ZREM', KEYS[2], id)
     redis.call('HDEL', KEYS[6], id)
     local set = {'v', string.format('%d', cur[1] + 1), 'st', status, 'prev', ARGV[i + 6], 'le', ARGV[i + 7],
@@ -59,15 +54,7 @@ for i = 3, #ARGV, 14 do
     redis.call('HSET', task, unpack(set))
   end
 end
-if done > 0 then
-  redis.call('HINCRBY', KEYS[3], 'IN_FLIGHT', -done)
-  for status, n in pairs(moved) do
-    redis.call('HINCRBY', KEYS[3], status, n)
-  end
-  for field, n in pairs(moves) do
-    redis.call('HINCRBY', KEYS[5], field, n)
-  end
-end
+apply(KEYS[3], KEYS[5])
 if #wakes > 0 then
   redis.call('PUBLISH', ARGV[1], table.concat(wakes, '\n'))
 end

@@ -38,8 +38,7 @@ local dead = {}
 for i = 4, #ARGV, 2 do
   dead[ARGV[i]] = ARGV[i + 1]
 end
-local out, notes, back = {}, {}, 0
-local moves = {}
+local out, notes = {}, {}
 for i = 1, #held, 2 do
   local id, holder = held[i], held[i + 1]
   local horizon = dead[holder]
@@ -57,9 +56,7 @@ for i = 1, #held, 2 do
           'u', now, 'ho', '')
         redis.call('ZREM', KEYS[2], id)
         redis.call('ZADD', KEYS[1], at, id)
-        back = back + 1
-        local f = cur[6]
-        moves[f] = (moves[f] or 0) + 1
+        count(cur[6], 'IN_FLIGHT', 'PENDING')
       else
         redis.call('HSET', task, 'lu', now, 'v', v, 'u', now, 'ho', '')
         redis.call('ZADD', KEYS[2], now, id)
@@ -69,14 +66,7 @@ for i = 1, #held, 2 do
     end
   end
 end
-if back > 0 then
-  redis.call('HINCRBY', KEYS[3], 'IN_FLIGHT', -back)
-  redis.call('HINCRBY', KEYS[3], 'PENDING', back)
-  for tn, n in pairs(moves) do
-    redis.call('HINCRBY', KEYS[4], 'IN_FLIGHT:' .. tn, -n)
-    redis.call('HINCRBY', KEYS[4], 'PENDING:' .. tn, n)
-  end
-end
+apply(KEYS[3], KEYS[4])
 if #notes > 0 then
   redis.call('PUBLISH', ARGV[3], table.concat(notes, '\n'))
 end

@@ -29,12 +29,12 @@ for i = 2, #ARGV, 7 do
       redis.call('ZREM', KEYS[j], id)
     end
     redis.call('ZREM', KEYS[1], id)
-    redis.call('HINCRBY', KEYS[2], cur[1], -1)
-    redis.call('HINCRBY', KEYS[5], cur[1] .. ':' .. cur[5], -1)
+    count(cur[5], cur[1], nil)
     if cur[4] and cur[4] ~= '' and redis.call('HINCRBY', KEYS[3], cur[4], -1) <= 0 then
       redis.call('HDEL', KEYS[3], cur[4])
     end
     res[#res + 1] = 1
   end
 end
+apply(KEYS[2], KEYS[5])
 return res

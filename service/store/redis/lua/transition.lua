@@ -32,11 +32,8 @@ end
 local id, to, now = ARGV[2], ARGV[3], ARGV[4]
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[3], id)
-redis.call('HINCRBY', KEYS[4], st, -1)
-redis.call('HINCRBY', KEYS[4], to, 1)
-local tn = redis.call('HGET', KEYS[1], 'tn')
-redis.call('HINCRBY', KEYS[6], st .. ':' .. tn, -1)
-redis.call('HINCRBY', KEYS[6], to .. ':' .. tn, 1)
+count(redis.call('HGET', KEYS[1], 'tn'), st, to)
+apply(KEYS[4], KEYS[6])
 local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 if to == 'PENDING' then
   redis.call('HSET', KEYS[1], 'st', 'PENDING', 'an', '0', 'prev', '0', 'le', '', 'ls', '0', 'next', now,
