@@ -60,6 +60,19 @@ const (
 	Cancelled Status = "CANCELLED"
 )
 
+// Statuses returns every status, in the order of a task's life.
+func Statuses() []Status { return []Status{Pending, InFlight, Succeeded, Exhausted, Failed, Cancelled} }
+
+// ZeroCounts returns tasks counted by status with every status at 0: what
+// TaskCounts and TenantCounts answer with no tasks, and start from.
+func ZeroCounts() map[Status]int64 {
+	out := make(map[Status]int64, 6)
+	for _, st := range Statuses() {
+		out[st] = 0
+	}
+	return out
+}
+
 // Terminal reports whether no further attempt will be made in this state.
 func (s Status) Terminal() bool {
 	return s == Succeeded || s == Exhausted || s == Failed || s == Cancelled

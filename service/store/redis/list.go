@@ -300,10 +300,7 @@ func (s *Store) TaskCounts(ctx context.Context) (map[store.Status]int64, error) 
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.fail("task counts", err)
 	}
-	out := map[store.Status]int64{
-		store.Pending: 0, store.InFlight: 0, store.Succeeded: 0,
-		store.Exhausted: 0, store.Failed: 0, store.Cancelled: 0,
-	}
+	out := store.ZeroCounts()
 	for _, cmd := range cmds {
 		for st, v := range cmd.Val() {
 			n, err := strconv.ParseInt(v, 10, 64)

@@ -29,10 +29,6 @@ const configTenantCounts = "tenant-counts"
 // tenantFillBatch is how many tenants one run of the fill script sets.
 const tenantFillBatch = 100
 
-// countedStatuses are the statuses TaskCounts and TenantCounts answer for.
-var countedStatuses = []store.Status{store.Pending, store.InFlight, store.Succeeded, store.Exhausted,
-	store.Failed, store.Cancelled}
-
 // TenantCounts sums tenant's counts in every partition's tenant counts
 // hash, which every script keeps in step as it does the partition's
 // counts: one HMGET of six fields per partition, in one pipeline, whatever
@@ -44,8 +40,9 @@ func (s *Store) TenantCounts(ctx context.Context, tenant string) (map[store.Stat
 	if err := s.backfillTenantCounts(ctx); err != nil {
 		return nil, s.fail("tenant counts: fill them in", err)
 	}
-	fields := make([]string, len(countedStatuses))
-	for i, st := range countedStatuses {
+	statuses := store.Statuses()
+	fields := make([]string, len(statuses))
+	for i, st := range statuses {
 		fields[i] = tenantCountField(string(st), tenant)
 	}
 	pipe := s.rdb.Pipeline()
@@ -56,10 +53,7 @@ func (s *Store) TenantCounts(ctx context.Context, tenant string) (map[store.Stat
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, s.fail("tenant counts", err)
 	}
-	out := make(map[store.Status]int64, len(countedStatuses))
-	for _, st := range countedStatuses {
-		out[st] = 0
-	}
+	out := store.ZeroCounts()
 	for _, cmd := range cmds {
 		for i, v := range cmd.Val() {
 			if v == nil { // no task of the tenant ever had that status here
@@ -70,7 +64,7 @@ func (s *Store) TenantCounts(ctx context.Context, tenant string) (map[store.Stat
 			if err != nil {
 				return nil, s.fail("tenant counts", errCorrupt)
 			}
-			out[countedStatuses[i]] += n
+			out[statuses[i]] += n
 		}
 	}
 	return out, nil

@@ -97,10 +97,7 @@ func (s *Store) counts(ctx context.Context, what, query string, args ...any) (ma
 		return nil, fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	defer rows.Close()
-	out := map[store.Status]int64{
-		store.Pending: 0, store.InFlight: 0, store.Succeeded: 0,
-		store.Exhausted: 0, store.Failed: 0, store.Cancelled: 0,
-	}
+	out := store.ZeroCounts()
 	for rows.Next() {
 		var st store.Status
 		var n int64
