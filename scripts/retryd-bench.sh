@@ -8,6 +8,12 @@
 #   scripts/retryd-bench.sh                          # 3 rounds, sqlite postgres redis
 #   ROUNDS=1 STORES=sqlite scripts/retryd-bench.sh   # a quick look
 #   SUMMARY_ONLY=1 OUT=/tmp/retryd-bench-… scripts/retryd-bench.sh  # summarize again
+#   PEERS="river asynq" scripts/retryd-bench.sh --runs single  # River and asynq in each round too
+#
+# PEERS runs benchmarks/queues (River on PostgreSQL, asynq on Redis: the
+# same tasks, enqueued one at a time by 8 clients through their own insert
+# calls) after the stores of each round, and ends with each store's single
+# creates as a ratio to each peer's, medians of the same rounds.
 #
 # PostgreSQL and Redis are the servers .ci/servers starts (override with
 # RETRYKIT_POSTGRES_URL and RETRYKIT_REDIS_URL); each run uses a schema or
@@ -26,6 +32,7 @@ mkdir -p "$OUT"
 if [ -z "${SUMMARY_ONLY:-}" ]; then
 # -buildvcs=true: the report names the commit measured.
 go build -buildvcs=true -o "$OUT/retryd" ./cmd/retryd
+[ -n "${PEERS:-}" ] && (cd benchmarks && go build -o "$OUT/queues" ./queues)
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' +changes'), $(date -u +%Y-%m-%dT%H:%MZ), reports in $OUT" >&2
 
 for r in $(seq "$ROUNDS"); do
@@ -39,6 +46,16 @@ for r in $(seq "$ROUNDS"); do
     echo "round $r: $s" >&2
     "$OUT/retryd" bench --mode api --store "$url" "$@" > "$OUT/$s-$r.txt" 2>&1 ||
       { echo "retryd bench failed on $s; see $OUT/$s-$r.txt" >&2; tail -5 "$OUT/$s-$r.txt" >&2; exit 1; }
+  done
+  for p in ${PEERS:-}; do
+    case $p in
+      river) args=(--system river --pg "$PG") ;;
+      asynq) redis_addr=${REDIS#redis://}; args=(--system asynq --redis "${redis_addr%%/*}") ;;
+      *) echo "unknown peer $p" >&2; exit 2 ;;
+    esac
+    echo "round $r: $p" >&2
+    "$OUT/queues" "${args[@]}" --tasks "${PEER_TASKS:-20000}" > "$OUT/$p-$r.txt" 2>&1 ||
+      { echo "$p failed; see $OUT/$p-$r.txt" >&2; tail -5 "$OUT/$p-$r.txt" >&2; exit 1; }
   done
 done
 fi
@@ -68,4 +85,28 @@ for s in $STORES; do
   echo "  lost, duplicates, early (all runs): $(cat "$OUT/$s"-*.txt | sed -nE 's/.* ([0-9]+) duplicates .* ([0-9]+) lost.*/\1 \2/p' |
     awk '{d+=$1; l+=$2} END {printf "%d lost, %d duplicates", l, d}'), $(cat "$OUT/$s"-*.txt |
     sed -nE 's/.*; ([0-9]+) early$/\1/p' | awk '{e+=$1} END {printf "%d early", e}')"
+done
+
+# median NAME SED: the median of summary's figure, alone.
+median() {
+  summary x "$1" "$2" | sed -nE 's/^  x +([0-9.]+) .*/\1/p'
+}
+
+single='s/^[a-z]+ ?[a-z]*: [0-9]+ tasks, one (per POST \/retry-tasks|insert each)[^:]*: ([0-9]+) tasks\/s end to end.*/\2/p'
+for p in ${PEERS:-}; do
+  [ -n "$(ls "$OUT/$p"-*.txt 2>/dev/null)" ] || continue
+  echo "$p ($ROUNDS rounds: median [min–max]; benchmarks/queues)"
+  summary "single: tasks/s end to end" "$single" "$p"
+  summary "single: insert p50 (ms)" 's/^  insert latency p50 ([0-9.]+[µm]?s).*/\1/p' "$p"
+  summary "single: insert p99 (ms)" 's/^  insert latency p50 [^,]*, p99 ([0-9.]+[µm]?s).*/\1/p' "$p"
+  echo "  lost, duplicates (all runs): $(cat "$OUT/$p"-*.txt | sed -nE 's/.* ([0-9]+) duplicates, ([0-9]+) lost.*/\1 \2/p' |
+    awk '{d+=$1; l+=$2} END {printf "%d lost, %d duplicates", l, d}')"
+done
+for p in ${PEERS:-}; do
+  pm=$(median "$single" "$p")
+  [ -n "$pm" ] || continue
+  for s in $STORES; do
+    sm=$(median "$single" "$s")
+    [ -n "$sm" ] && awk -v s="$s" -v p="$p" -v a="$sm" -v b="$pm" 'BEGIN {printf "single creates, retryd on %s ÷ %s: %.2f\n", s, p, a/b}'
+  done
 done
