@@ -52,7 +52,7 @@ for r in $(seq "$ROUNDS"); do
       # River's workers and inserts each hold a connection: a pool of 16
       # gave it about 15 % more than pgxpool's default of 4 (retryd keeps
       # the default), so River gets it, tuned as in issue 11.
-      river) args=(--system river --pg "$PG&pool_max_conns=16") ;;
+      river) sep='?'; [[ $PG == *\?* ]] && sep='&'; args=(--system river --pg "$PG${sep}pool_max_conns=16") ;;
       asynq) redis_addr=${REDIS#redis://}; args=(--system asynq --redis "${redis_addr%%/*}") ;;
       *) echo "unknown peer $p" >&2; exit 2 ;;
     esac
