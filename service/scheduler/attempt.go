@@ -55,7 +55,7 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 				return // shutting down: the lease is taken back
 			}
 			s.log.Warn("scheduler: could not record the send horizon; the attempt waits", "task", t.ID, "error", err)
-			s.queue(t, notSent(t, store.Pending, "not sent: "+err.Error(), time.Now()))
+			s.queue(t, unsent(t, "not sent: "+err.Error(), time.Now()))
 			return
 		}
 	}

@@ -141,6 +141,18 @@ func notSent(t *store.Task, status store.Status, why string, now time.Time) stor
 	}
 }
 
+// unsent hands back t, claimed but not sent because the store would not
+// count its attempt as possibly sent (store.SendHorizon: the store out of
+// reach, or this instance taken for dead while it claimed): PENDING, due at
+// once, its attempt not charged, as a lease taken back unsent is. Charged,
+// a claim refused again and again (until a store back in reach, or the
+// instance's joining again) exhausted tasks never sent.
+func unsent(t *store.Task, why string, now time.Time) store.Finish {
+	f := notSent(t, store.Pending, why, now)
+	f.Held, f.NextAttemptAt = true, now
+	return f
+}
+
 // release hands back a task whose attempt was cut short by shutdown: it is
 // due again at once, and the interrupted attempt stays counted and logged
 // (the target may have seen it).

@@ -74,7 +74,9 @@ func (s *Store) Beat(ctx context.Context, now time.Time, lease time.Duration) er
 	}
 	// Found dead: its leases are being taken back, and its attempts'
 	// outcomes will be refused. Claims from now on are a new instance's.
-	newID, err := s.Join(ctx, now)
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	newID, err := s.joinAgain(ctx, id, now)
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,11 @@ func (s *Store) MaySend(ctx context.Context, t *store.Task) error {
 		return s.fail("send horizon", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: send: instance %s was taken for dead: %w", cur.id, store.ErrLeaseLost)
+		newID, err := s.joinAgain(ctx, cur.id, time.Now())
+		if err != nil {
+			return fmt.Errorf("postgres: send: instance %s was taken for dead (joining again: %v): %w", cur.id, err, store.ErrLeaseLost)
+		}
+		return fmt.Errorf("postgres: send: instance %s was taken for dead; joined again as %s: %w", cur.id, newID, store.ErrLeaseLost)
 	}
 	s.inst.Lock()
 	if s.inst.id == cur.id {
@@ -236,4 +242,16 @@ func (s *Store) InstancesAlive(ctx context.Context, now time.Time, within time.D
 		return 0, s.fail("instances alive", err)
 	}
 	return n, nil
+}
+
+// joinAgain joins as a new instance if id, found dead, is still this
+// Store's, so that its claims from then on are a live instance's: Beat and
+// MaySend both find out, and a claim under a dead instance is refused at
+// MaySend, uncharged but in vain, until the Store has joined again. The
+// caller holds sendMu, so that only the first of them joins.
+func (s *Store) joinAgain(ctx context.Context, id string, now time.Time) (string, error) {
+	if cur := s.holder(); cur != id {
+		return cur, nil
+	}
+	return s.Join(ctx, now)
 }

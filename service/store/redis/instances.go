@@ -54,7 +54,9 @@ func (s *Store) Beat(ctx context.Context, now time.Time, lease time.Duration) er
 		return s.fail("beat", err)
 	}
 	if alive == 0 {
-		newID, err := s.Join(ctx, now)
+		s.sendMu.Lock()
+		defer s.sendMu.Unlock()
+		newID, err := s.joinAgain(ctx, id, now)
 		if err != nil {
 			return err
 		}
@@ -128,7 +130,11 @@ func (s *Store) MaySend(ctx context.Context, t *store.Task) error {
 		return s.fail("send horizon", err)
 	}
 	if alive == 0 {
-		return fmt.Errorf("redis: send: instance %s was taken for dead: %w", id, store.ErrLeaseLost)
+		newID, err := s.joinAgain(ctx, id, time.Now())
+		if err != nil {
+			return fmt.Errorf("redis: send: instance %s was taken for dead (joining again: %v): %w", id, err, store.ErrLeaseLost)
+		}
+		return fmt.Errorf("redis: send: instance %s was taken for dead; joined again as %s: %w", id, newID, store.ErrLeaseLost)
 	}
 	s.inst.Lock()
 	if s.inst.id == id {
@@ -220,4 +226,16 @@ func (s *Store) InstancesAlive(ctx context.Context, now time.Time, within time.D
 		return 0, s.fail("instances alive", err)
 	}
 	return int(n), nil
+}
+
+// joinAgain joins as a new instance if id, found dead, is still this
+// Store's, so that its claims from then on are a live instance's: Beat and
+// MaySend both find out, and a claim under a dead instance is refused at
+// MaySend, uncharged but in vain, until the Store has joined again. The
+// caller holds sendMu, so that only the first of them joins.
+func (s *Store) joinAgain(ctx context.Context, id string, now time.Time) (string, error) {
+	if cur := s.holder(); cur != id {
+		return cur, nil
+	}
+	return s.Join(ctx, now)
 }

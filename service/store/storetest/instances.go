@@ -113,12 +113,32 @@ func testDeadInstance(t *testing.T, a, b store.Store) {
 	for i, e := range errs {
 		wantErr(t, "the dead instance's finish "+string(rune('1'+i)), e, store.ErrLeaseLost)
 	}
-	wantErr(t, "the dead instance's MaySend", a.(store.SendHorizon).MaySend(ctx, unsent), store.ErrLeaseLost)
-	// Its next beat finds it dead: it joins again, as a new instance.
-	wantErr(t, "the dead instance's beat", ia.Beat(ctx, at, time.Minute), store.ErrLeaseLost)
-	tk := create(t, a, newTask(tenant, "after"))
-	if c := claimOne(t, a, at, tk.ID); c.Holder == "" || c.Holder == idA {
-		t.Errorf("a claim after joining again names %q, want a new instance", c.Holder)
+	// Not knowing it yet, it claims a task as idA (a claim does not ask).
+	// MaySend refuses that attempt and joins again at once, as a new
+	// instance, so that the task, handed back uncharged, goes with the
+	// next claim, not after attempts refused until the next beat.
+	// (Due beyond its send horizon: within it, MaySend asks nothing.)
+	lateTask := newTask(tenant, "late")
+	lateTask.NextAttemptAt = at
+	late := create(t, a, lateTask)
+	lc := claimOne(t, a, at, late.ID)
+	if lc.Holder != idA {
+		t.Errorf("the dead instance's claim names %q, want %q", lc.Holder, idA)
+	}
+	wantErr(t, "the dead instance's MaySend", a.(store.SendHorizon).MaySend(ctx, lc), store.ErrLeaseLost)
+	back := store.Finish{TaskID: lc.ID, Version: lc.Version, Status: store.Pending, Held: true, NextAttemptAt: at, Now: at}
+	if errs, err := a.TaskFinish(ctx, []store.Finish{back}); err != nil || errs[0] != nil {
+		t.Fatalf("handing back the refused claim = %v, %v", errs, err)
+	}
+	c := claimOne(t, a, at, late.ID)
+	if c.Holder == "" || c.Holder == idA || c.AttemptNumber != 1 {
+		t.Errorf("the claim after joining again names %q as attempt %d, want a new instance's attempt 1", c.Holder, c.AttemptNumber)
+	}
+	if err := a.(store.SendHorizon).MaySend(ctx, c); err != nil {
+		t.Errorf("MaySend after joining again = %v, want nil", err)
+	}
+	if err := ia.Beat(ctx, at, time.Minute); err != nil {
+		t.Errorf("the beat of the instance joined again = %v, want nil", err)
 	}
 	counts, err := b.TenantCounts(ctx, tenant)
 	if err != nil {
