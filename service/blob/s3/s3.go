@@ -420,10 +420,15 @@ func (s *Store) Open(ctx context.Context, ref string) (io.ReadCloser, int64, err
 		return nil, 0, fmt.Errorf("blob: open %s: the server gave no Content-Length", ref)
 	}
 	size := *out.ContentLength
+	// The body stops on ctx's end only once the HTTP client notices, on a
+	// goroutine of its own, and closes the connection: meanwhile it reads
+	// on what the connection has buffered, megabytes on loopback. Checked
+	// before each read, ctx stops it at once, as blob.Store promises.
+	body := stream.WithContext(ctx, out.Body)
 	if sum, ok := s.owned(bucket, key); ok {
-		return stream.Verify(out.Body, ref, size, sum), size, nil
+		return stream.Verify(body, ref, size, sum), size, nil
 	}
-	return out.Body, size, nil
+	return body, size, nil
 }
 
 // Delete implements blob.Store: only the store's own blobs.
