@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,6 +47,9 @@ type created struct{ id, key string }
 func createMany(t *testing.T, ds []*daemon, url, policy string, n int) []created {
 	t.Helper()
 	const conc = 32
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	run := hex.EncodeToString(r[:])
 	c := client()
 	defer c.CloseIdleConnections()
 	out := make([]created, n)
@@ -55,9 +61,20 @@ func createMany(t *testing.T, ds []*daemon, url, policy string, n int) []created
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				body := fmt.Sprintf(`{"targetUrl":%q,"method":"POST","body":"{\"n\":%d}","policyId":%q}`, url, i, policy)
+				body := fmt.Sprintf(`{"targetUrl":%q,"method":"POST","body":"{\"n\":%d}","policyId":%q,"idempotencyKey":"%s-%d"}`,
+					url, i, policy, run, i)
 				var got task
-				if err := post(c, ds[i%len(ds)].url+"/retry-tasks", body, http.StatusCreated, &got); err != nil {
+				// A 503 is tried again, as a client does (the idempotency key
+				// makes that safe): for a moment after a store outage, retryd
+				// may say ready (its ping passed on a pooled connection) while
+				// its Redis client still refuses to dial (go-redis tries again
+				// once a second after an outage's failed dials).
+				err := post(c, ds[i%len(ds)].url+"/retry-tasks", body, http.StatusCreated, &got)
+				for deadline := time.Now().Add(10 * time.Second); errors.Is(err, errUnavailable) && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+					err = post(c, ds[i%len(ds)].url+"/retry-tasks", body, http.StatusCreated, &got)
+				}
+				if err != nil {
 					errs <- fmt.Errorf("create task %d: %w", i, err)
 					return
 				}
@@ -75,6 +92,10 @@ func createMany(t *testing.T, ds []*daemon, url, policy string, n int) []created
 
 // post sends body as JSON and decodes the answer into out, unless its
 // status is not want.
+// errUnavailable is post's error for a 503 it did not want: the API's
+// "try again", which a client retries.
+var errUnavailable = errors.New("service unavailable")
+
 func post(c *http.Client, url, body string, want int, out any) error {
 	resp, err := c.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -84,6 +105,9 @@ func post(c *http.Client, url, body string, want int, out any) error {
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable && want != http.StatusServiceUnavailable {
+		return fmt.Errorf("%w: POST %s = 503 %s", errUnavailable, url, b)
 	}
 	if resp.StatusCode != want {
 		return fmt.Errorf("POST %s = %d %s, want %d", url, resp.StatusCode, b, want)
