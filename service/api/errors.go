@@ -15,6 +15,7 @@ const (
 	CodeInvalidRequest   = "invalid_request"        // 400: the body is not one strict JSON object, a field or the query is wrong (or a request net/http cannot read: see Listener)
 	CodeUnknownPolicy    = "unknown_policy"         // 400: a task names a policy the tenant has not registered
 	CodeUnauthorized     = "unauthorized"           // 401: no bearer token, or an unknown one
+	CodeForbidden        = "forbidden"              // 403: a state-changing request from a browser page of another origin (see console.Protect)
 	CodeNotFound         = "not_found"              // 404: no such route, or no such resource for this tenant
 	CodeMethodNotAllowed = "method_not_allowed"     // 405: the route exists for other methods (see Allow)
 	CodeConflict         = "conflict"               // 409: exists with other content, or the wrong state for the change

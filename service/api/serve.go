@@ -76,9 +76,20 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", e.allow)
 	}
-	s.writeJSON(w, e.Status, struct {
+	WriteError(w, e)
+}
+
+// WriteError answers e in the API's error shape, {"error": {"code",
+// "message", …}}, with its status: for handlers beside the API's own (the
+// console's), so that a client reads one shape.
+func WriteError(w http.ResponseWriter, e *APIError) {
+	b, _ := json.Marshal(struct { // an APIError always encodes
 		Error *APIError `json:"error"`
 	}{e})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // writeJSON answers v with status. v is always one of this package's own

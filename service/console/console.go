@@ -70,7 +70,7 @@ func Handler(tokens *api.Tokens) http.Handler {
 func Protect(h http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusForbidden, "forbidden", "cross-origin request refused")
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin request refused")
 	}))
 	return cop.Handler(h)
 }
@@ -94,7 +94,7 @@ func session(w http.ResponseWriter, r *http.Request, tokens *api.Tokens) {
 			return
 		}
 	}
-	writeError(w, http.StatusUnauthorized, "unauthorized", "sign in with a token")
+	writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "sign in with a token")
 }
 
 // login checks a token and, when it is known, keeps it in the session
@@ -110,13 +110,13 @@ func login(w http.ResponseWriter, r *http.Request, tokens *api.Tokens) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLoginBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", `want {"token": "…"}`)
+		writeError(w, http.StatusBadRequest, api.CodeInvalidRequest, `want {"token": "…"}`)
 		return
 	}
 	token := strings.TrimSpace(in.Token)
 	tenant, ok := tokens.Tenant(token)
 	if !ok {
-		writeError(w, http.StatusUnauthorized, "unauthorized", "unknown token")
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "unknown token")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -142,5 +142,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers in the API's error shape, so the pages read one.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	api.WriteError(w, &api.APIError{Status: status, Code: code, Message: msg})
 }
