@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // backends are the stores the tests of filters and bulk changes run on:
@@ -74,27 +74,8 @@ func openBackend(t testing.TB, backend string) store.Store {
 		t.Cleanup(func() { st.Close() })
 		return st
 	case "redis":
-		url := cmpEnv("RETRYKIT_REDIS_URL", "redis://127.0.0.1:6379/0")
-		opts, err := goredis.ParseURL(url)
-		if err != nil {
-			t.Fatalf("RETRYKIT_REDIS_URL=%q: %v", url, err)
-		}
-		c := goredis.NewClient(opts)
-		t.Cleanup(func() { c.Close() })
-		if err := c.Ping(ctx).Err(); err != nil {
-			unavailable(t, "no Redis at "+url+": "+err.Error())
-		}
-		prefix := "retrykit-api-test:" + suffix + ":"
-		t.Cleanup(func() {
-			iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
-					t.Errorf("cleaning up %s: %v", prefix, err)
-					return
-				}
-			}
-		})
-		st, err := redis.Open(ctx, url, redis.WithPrefix(prefix))
+		url := redistest.URL(t)
+		st, err := redis.Open(ctx, url, redis.WithPrefix(redistest.Prefix(t, url)))
 		if err != nil {
 			t.Fatalf("redis.Open: %v", err)
 		}

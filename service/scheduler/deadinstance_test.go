@@ -2,17 +2,12 @@ package scheduler_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net"
-	"os"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // TestClaimsOfAnInstanceTakenForDead: a Redis outage longer than the
@@ -56,30 +51,11 @@ func TestClaimsOfAnInstanceTakenForDead(t *testing.T) {
 }
 
 // openRedisPair opens two Stores on one key prefix of the test Redis
-// (RETRYKIT_REDIS_URL or redis://127.0.0.1:6379/0), as two instances
-// would, and deletes the prefix's keys when t ends. Without a server the
-// test is skipped, or fails under RETRYKIT_REQUIRE_SERVERS=1.
+// (package redistest), as two instances would.
 func openRedisPair(t *testing.T) (*redis.Store, *redis.Store) {
 	t.Helper()
-	url := os.Getenv("RETRYKIT_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("RETRYKIT_REDIS_URL=%q: %v", url, err)
-	}
-	if c, err := net.DialTimeout("tcp", opts.Addr, time.Second); err != nil {
-		if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("no Redis at %s (RETRYKIT_REQUIRE_SERVERS=1): %v", opts.Addr, err)
-		}
-		t.Skipf("no Redis at %s: %v", opts.Addr, err)
-	} else {
-		c.Close()
-	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	prefix := "retrykit-sched-" + hex.EncodeToString(r[:]) + ":"
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	open := func() *redis.Store {
 		st, err := redis.Open(context.Background(), url, redis.WithPrefix(prefix))
 		if err != nil {
@@ -88,15 +64,5 @@ func openRedisPair(t *testing.T) (*redis.Store, *redis.Store) {
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	a, b := open(), open()
-	t.Cleanup(func() {
-		rdb := goredis.NewClient(opts)
-		defer rdb.Close()
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
-	})
-	return a, b
+	return open(), open()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // spread returns n new tasks of tenant acme, task i with the policy
@@ -40,8 +41,8 @@ func policiesIn(s *redis.Store, n int) []string {
 func TestCreateBatchWakes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(8)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(8)))
 	wakes, _, _ := listen(t, s)
 	opts, err := goredis.ParseURL(url)
 	if err != nil {
@@ -123,8 +124,8 @@ func TestCreateBatchWakes(t *testing.T) {
 func TestCreateBatchCutShort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(8)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(8)))
 	in := spread(300, policiesIn(s, 4))
 	for _, tk := range in {
 		tk.ID = store.NewID()
@@ -191,8 +192,8 @@ func liveTasks(t *testing.T, s *redis.Store) []string {
 func TestCreateBatchInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	s := closeAtEnd(t, open(t, url, prefix))
 	other := closeAtEnd(t, open(t, url, prefix)) // knows where tasks are from their records only
 	task := func(tenant, key, hash, id string) *store.Task {

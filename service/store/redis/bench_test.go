@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 	"github.com/retrykit/retry/service/store/storetest"
 )
 
@@ -18,8 +19,8 @@ import (
 // round trips; Redis's own CPU time is not counted in cpu-µs/task.
 
 func benchStore(b *testing.B) *redis.Store {
-	url := sharedURL(b)
-	return closeAtEnd(b, open(b, url, newPrefix(b, url)))
+	url := redistest.URL(b)
+	return closeAtEnd(b, open(b, url, redistest.Prefix(b, url)))
 }
 
 // BenchmarkClaimFinish claims a batch of due tasks and finishes them with

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // What every store.Feed does is checked by storetest; here is what is
@@ -104,8 +105,8 @@ func finishAs(t *testing.T, s *redis.Store, c *store.Task, status store.Status, 
 // An instance that claims from some partitions hears of those only.
 func TestListenToClaimPartitions(t *testing.T) {
 	t.Parallel()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	writer := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
 	listener := closeAtEnd(t, open(t, url, prefix, redis.WithClaimPartitions(2)))
 	wakes, _, _ := listen(t, listener)
@@ -118,8 +119,8 @@ func TestListenToClaimPartitions(t *testing.T) {
 // A lost subscription is logged and made again, and OnListening says so.
 func TestListenSubscribesAgain(t *testing.T) {
 	t.Parallel()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	name := "retrykit-test-" + store.NewID()
 	logs := &lockedBuffer{}
 	listener := closeAtEnd(t, open(t, withQuery(url, "client_name="+name), prefix,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 var t0 = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -45,8 +46,8 @@ func createIn(t *testing.T, s *redis.Store, tenant, policy string, n int, offset
 
 func TestPartitionsAreRecorded(t *testing.T) {
 	t.Parallel()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(8)))
 	tests := []struct {
 		name    string
@@ -82,8 +83,8 @@ func TestPartitionsAreRecorded(t *testing.T) {
 
 func TestNewStoreTakesDefaultPartitions(t *testing.T) {
 	t.Parallel()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url)))
 	if got, want := s.Partitions(), redis.DefaultPartitions; got != want {
 		t.Errorf("Partitions() = %d, want %d", got, want)
 	}
@@ -97,8 +98,8 @@ func TestNewStoreTakesDefaultPartitions(t *testing.T) {
 func TestClaimPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	all := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
 	mine := createIn(t, all, "acme", policyIn(all, "acme", 1), 3, 0)
 	mine = append(mine, createIn(t, all, "acme", policyIn(all, "acme", 3), 2, 0)...)
@@ -153,8 +154,8 @@ func sameSet(t *testing.T, what string, got, want []*store.Task) {
 func TestClaimIsFairAcrossPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(4)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(4)))
 	backlog := createIn(t, s, "big", policyIn(s, "big", 0), 40, -time.Hour)
 	small := createIn(t, s, "small", policyIn(s, "small", 2), 3, 0)
 	other := createIn(t, s, "other", policyIn(s, "other", 3), 30, -time.Minute)
@@ -201,8 +202,8 @@ func pick(ts []*store.Task, tenant string) []*store.Task {
 func TestListAcrossPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(4)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(4)))
 	var created []*store.Task
 	for i := range 12 {
 		tenant := []string{"acme", "globex"}[i%2]

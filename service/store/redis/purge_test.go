@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 var purgeT0 = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -37,8 +38,8 @@ func endTask(t *testing.T, s *redis.Store, key, hash string, status store.Status
 // purges them all the same.
 func TestPurgeBackfill(t *testing.T) {
 	t.Parallel()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(4)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(4)))
 	ctx := context.Background()
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
 		endTask(t, s, k, "h", store.Succeeded)
@@ -60,8 +61,8 @@ func TestPurgeBackfill(t *testing.T) {
 // are released by the next purge, which frees the keys.
 func TestPurgeCutShort(t *testing.T) {
 	t.Parallel()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url)))
 	ctx := context.Background()
 	tk := endTask(t, s, "k", "first", store.Failed)
 	if n, err := redis.PurgeCutShort(ctx, s, purgeT0.Add(time.Second)); err != nil || n != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // fastListen subscribes again within 100ms, so the tests wait little.
@@ -161,12 +162,12 @@ func TestSharedServerRestart(t *testing.T) {
 	if os.Getenv("RETRYKIT_DISRUPTIVE") != "1" {
 		t.Skip("restarts the shared Redis on 127.0.0.1:6379: set RETRYKIT_DISRUPTIVE=1 to run it")
 	}
-	url := sharedURL(t)
+	url := redistest.URL(t)
 	if !strings.Contains(url, "127.0.0.1:6379") {
 		t.Skipf("RETRYKIT_REDIS_URL=%s is not the server this test restarts", url)
 	}
 	ctx := context.Background()
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithPartitions(4), fastListen))
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(4), fastListen))
 	wakes, _, _ := listen(t, s)
 	waitSubscribed(t, url, redis.WakeChannel(s, s.Partition("acme", "p")), 1)
 	lost := createIn(t, s, "acme", "p", 1, 0)[0]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // A create cut short after reserving its idempotency key and ID (a crash
@@ -18,8 +19,8 @@ import (
 func TestCreateCutShort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url)))
 	in := &store.Task{ID: store.NewID(), Tenant: "acme", IdempotencyKey: "k1", RequestHash: "h1", PolicyID: "p",
 		TargetURL: "http://127.0.0.1:9/", Method: "POST", CreatedAt: t0, NextAttemptAt: t0}
 	if err := redis.CreateCutShort(ctx, s, in); err != nil {
@@ -60,8 +61,8 @@ func TestCreateCutShort(t *testing.T) {
 func TestAttemptLogCap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url), redis.WithAttemptLogCap(3)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithAttemptLogCap(3)))
 	tk := createIn(t, s, "acme", "p", 1, 0)[0]
 	at := t0
 	for range 5 {
@@ -125,8 +126,8 @@ func TestOpenErrors(t *testing.T) {
 func TestTaskListHostBudget(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	s := closeAtEnd(t, open(t, url, newPrefix(t, url)))
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url)))
 	mk := func(key, target string) *store.Task {
 		return &store.Task{Tenant: "acme", IdempotencyKey: key, RequestHash: "h", PolicyID: "p", TargetURL: target,
 			Method: "POST", CreatedAt: t0, NextAttemptAt: t0}
@@ -176,8 +177,8 @@ func TestTaskListHostBudget(t *testing.T) {
 func TestTenantCountsBackfill(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := sharedURL(t)
-	prefix := newPrefix(t, url)
+	url := redistest.URL(t)
+	prefix := redistest.Prefix(t, url)
 	s := closeAtEnd(t, open(t, url, prefix, redis.WithPartitions(4)))
 	mk := func(tn, key, policy string) *store.Task {
 		got, _, err := s.TaskCreate(ctx, &store.Task{Tenant: tn, IdempotencyKey: key, RequestHash: "h", PolicyID: policy,

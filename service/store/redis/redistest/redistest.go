@@ -1,0 +1,83 @@
+// Package redistest gives tests the Redis server this repository tests
+// against: RETRYKIT_REDIS_URL, by default redis://127.0.0.1:6379/0, as
+// .ci/servers starts it, and a key prefix of each test's own on it.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry/service/store"
+)
+
+// URL returns the URL of the shared test server. Without an answer from
+// it, t is skipped, or fails when RETRYKIT_REQUIRE_SERVERS=1.
+func URL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("RETRYKIT_REDIS_URL")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("RETRYKIT_REDIS_URL=%q: %v", url, err)
+	}
+	c := goredis.NewClient(opts)
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		Unavailable(t, fmt.Sprintf("no Redis at %s (%v): start one with "+
+			"`redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save \"\" --appendonly no`, "+
+			"or point RETRYKIT_REDIS_URL at one", url, err))
+	}
+	return url
+}
+
+// Unavailable skips t for want of a server, or fails it in CI.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
+		t.Fatal(msg + " (RETRYKIT_REQUIRE_SERVERS=1)")
+	}
+	t.Skip(msg)
+}
+
+// Prefix returns a key prefix of t's own on the server at url, whose
+// keys are deleted (SCAN and UNLINK, never a FLUSH) when t ends.
+func Prefix(t testing.TB, url string) string {
+	t.Helper()
+	prefix := "retrykit-test:" + store.NewID()[24:] + ":" // the random end
+	t.Cleanup(func() {
+		opts, err := goredis.ParseURL(url)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c := goredis.NewClient(opts)
+		defer c.Close()
+		ctx := context.Background()
+		var batch []string
+		flush := func() {
+			if len(batch) > 0 {
+				if err := c.Unlink(ctx, batch...).Err(); err != nil {
+					t.Errorf("cleaning up %s: %v", prefix, err)
+				}
+				batch = batch[:0]
+			}
+		}
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if batch = append(batch, iter.Val()); len(batch) == 500 {
+				flush()
+			}
+		}
+		flush()
+		if err := iter.Err(); err != nil {
+			t.Errorf("cleaning up %s: %v", prefix, err)
+		}
+	})
+	return prefix
+}
