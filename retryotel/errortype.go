@@ -24,8 +24,9 @@ type failure struct {
 // standard library's, so that neither side imports the other: retrygrpc's
 // attempts name their code without this package, or this one gRPC.
 type (
-	rpcStatuser = interface{ RPCStatusCode() string }
-	errorTyper  = interface{ ErrorType() string }
+	httpStatuser = interface{ HTTPStatusCode() int }
+	rpcStatuser  = interface{ RPCStatusCode() string }
+	errorTyper   = interface{ ErrorType() string }
 )
 
 // describe reads err's status codes and error.type. It is on the path of
@@ -120,7 +121,7 @@ const retryPath = "github.com/retrykit/retry"
 func succeeded(result any) failure {
 	var f failure
 	switch r := result.(type) {
-	case interface{ HTTPStatusCode() int }:
+	case httpStatuser:
 		if f.httpStatus = r.HTTPStatusCode(); f.httpStatus >= 400 {
 			f.errType = strconv.Itoa(f.httpStatus)
 		}
