@@ -42,6 +42,8 @@ var (
 	leasesLua string
 	//go:embed lua/counts.lua
 	countsLua string
+	//go:embed lua/gather.lua
+	gatherLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
@@ -52,28 +54,29 @@ type scripts struct {
 
 func newScripts() scripts {
 	return scripts{
-		create:      goredis.NewScript(withCounts(createLua)),
-		claim:       goredis.NewScript(withCounts(claimLua)),
-		finish:      goredis.NewScript(withCounts(finishLua)),
-		transition:  goredis.NewScript(withCounts(transitionLua)),
+		create:      goredis.NewScript(withPrelude(createLua)),
+		claim:       goredis.NewScript(withPrelude(claimLua)),
+		finish:      goredis.NewScript(withPrelude(finishLua)),
+		transition:  goredis.NewScript(withPrelude(transitionLua)),
 		list:        goredis.NewScript(listLua),
 		attempts:    goredis.NewScript(attemptsLua),
 		policy:      goredis.NewScript(policyLua),
 		release:     goredis.NewScript(releaseLua),
 		due:         goredis.NewScript(dueLua),
-		purge:       goredis.NewScript(withCounts(purgeLua)),
+		purge:       goredis.NewScript(withPrelude(purgeLua)),
 		tcountsFill: goredis.NewScript(tcountsFillLua),
 		instance:    goredis.NewScript(instanceLua),
 		bury:        goredis.NewScript(buryLua),
-		leases:      goredis.NewScript(withCounts(leasesLua)),
+		leases:      goredis.NewScript(withPrelude(leasesLua)),
 	}
 }
 
-// withCounts puts the task counts' rule (lua/counts.lua) into script, after
-// its first line (its #! line, where Redis wants it).
-func withCounts(script string) string {
+// withPrelude puts the task counts' rule (lua/counts.lua) and the gathered
+// writes (lua/gather.lua) into script, after its first line (its #! line,
+// where Redis wants it).
+func withPrelude(script string) string {
 	first, rest, _ := strings.Cut(script, "\n")
-	return first + "\n" + countsLua + rest
+	return first + "\n" + countsLua + gatherLua + rest
 }
 
 // call is one script run: Store.eval fills in cmd.

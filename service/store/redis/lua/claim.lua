@@ -55,9 +55,9 @@ for j = 1, math.min(#due, limit) do
   local set = {'an', string.format('%d', h[at.an] + 1), 'v', string.format('%d', h[at.v] + 1),
     'st', 'IN_FLIGHT', 'lu', ARGV[2], 'ca', ARGV[1], 'u', ARGV[1], 'ho', holder}
   if holder ~= '' then
-    redis.call('HSET', KEYS[5], id, holder)
+    gather('HSET', KEYS[5], id, holder)
   elseif c.expired then
-    redis.call('HDEL', KEYS[5], id)
+    gather('HDEL', KEYS[5], id)
   end
   if c.expired then
     local entry = pack(h[at.an], h[at.ca], string.format('%d', (h[at.lu] - h[at.ca]) * 1000000), '0', lost, '')
@@ -68,10 +68,10 @@ for j = 1, math.min(#due, limit) do
       set[#set + 1] = f
     end
   else
-    redis.call('ZREM', KEYS[1], id)
+    gather('ZREM', KEYS[1], id)
     count(h[at.tn], 'PENDING', 'IN_FLIGHT')
   end
-  redis.call('ZADD', KEYS[2], ARGV[2], id)
+  gather('ZADD', KEYS[2], ARGV[2], id)
   redis.call('HSET', task, unpack(set))
   for k = 1, #set, 2 do
     local pos = at[set[k]]
@@ -84,5 +84,6 @@ for j = 1, math.min(#due, limit) do
   end
   out[j] = {c.score, h}
 end
+flush()
 apply(KEYS[3], KEYS[4])
 return out

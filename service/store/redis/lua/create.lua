@@ -13,9 +13,6 @@
 -- the stored task's hash {field, value, ...}.
 local nf = tonumber(ARGV[2])
 local res, wakes = {}, {}
--- The members each sorted set gains, {score, member, ...}: ZADD takes them
--- all at once, rather than one call per task and set.
-local due, adds, order = {}, {}, {}
 for i = 3, #ARGV, 2 * nf + 2 do
   local task, ix = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i + 1])
   local id, next, seq, br = ARGV[i + 3], ARGV[i + 9], ARGV[i + 11], ARGV[i + 13]
@@ -31,15 +28,9 @@ for i = 3, #ARGV, 2 * nf + 2 do
     if br ~= '' then
       redis.call('HINCRBY', KEYS[3], br, 1)
     end
-    due[#due + 1], due[#due + 2] = next, id
+    gather('ZADD', KEYS[1], next, id)
     for j = ix, ix + 2 do
-      local a = adds[KEYS[j]]
-      if not a then
-        a = {}
-        adds[KEYS[j]] = a
-        order[#order + 1] = KEYS[j]
-      end
-      a[#a + 1], a[#a + 2] = seq, id
+      gather('ZADD', KEYS[j], seq, id)
     end
     wakes[#wakes + 1] = id .. ' ' .. next .. ' 1'
     count(ARGV[i + 5], nil, 'PENDING')
@@ -49,16 +40,7 @@ end
 if #wakes == 0 then
   return res
 end
--- unpack puts its values on Lua's stack, which holds some 8,000.
-local function zadd(key, a)
-  for j = 1, #a, 4000 do
-    redis.call('ZADD', key, unpack(a, j, math.min(j + 3999, #a)))
-  end
-end
-zadd(KEYS[1], due)
-for _, key in ipairs(order) do
-  zadd(key, adds[key])
-end
+flush()
 apply(KEYS[2], KEYS[4])
 redis.call('PUBLISH', ARGV[1], table.concat(wakes, '\n'))
 return res

@@ -25,8 +25,8 @@ for i = 3, #ARGV, 14 do
   else
     res[#res + 1] = 0
     count(cur[5], 'IN_FLIGHT', status)
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('HDEL', KEYS[6], id)
+    gather('ZREM', KEYS[2], id)
+    gather('HDEL', KEYS[6], id)
     local set = {'v', string.format('%d', cur[1] + 1), 'st', status, 'prev', ARGV[i + 6], 'le', ARGV[i + 7],
       'ls', ARGV[i + 8], 'lu', '0', 'u', now}
     if status == 'PENDING' then
@@ -34,15 +34,15 @@ for i = 3, #ARGV, 14 do
       if ARGV[i + 13] == '1' then
         set[#set + 1], set[#set + 2] = 'an', string.format('%d', cur[6] - 1)
       end
-      redis.call('ZADD', KEYS[1], ARGV[i + 5], id)
+      gather('ZADD', KEYS[1], ARGV[i + 5], id)
       wakes[#wakes + 1] = id .. ' ' .. ARGV[i + 5] .. ' ' .. set[2]
     else
       set[#set + 1], set[#set + 2] = 'f', now
-      redis.call('ZADD', KEYS[4], now, id)
+      gather('ZADD', KEYS[4], now, id)
       local live, dead = tonumber(ARGV[i + 11]), tonumber(ARGV[i + 12])
       for j = 0, 2 do
-        redis.call('ZREM', KEYS[live + j], id)
-        redis.call('ZADD', KEYS[dead + j], cur[3], id)
+        gather('ZREM', KEYS[live + j], id)
+        gather('ZADD', KEYS[dead + j], cur[3], id)
       end
     end
     if ARGV[i + 10] ~= '' then
@@ -54,6 +54,7 @@ for i = 3, #ARGV, 14 do
     redis.call('HSET', task, unpack(set))
   end
 end
+flush()
 apply(KEYS[3], KEYS[5])
 if #wakes > 0 then
   redis.call('PUBLISH', ARGV[1], table.concat(wakes, '\n'))
