@@ -10,6 +10,7 @@ import (
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
 	"github.com/retrykit/retry/service/store/redis/redistest"
+	"github.com/retrykit/retry/service/store/storetest"
 )
 
 // A create cut short after reserving its idempotency key and ID (a crash
@@ -248,4 +249,42 @@ func TestTenantCountsBackfill(t *testing.T) {
 	want[store.Cancelled]++
 	check("kept after", s, "acme", want)
 	check("kept after", s2, "acme", want)
+}
+
+// A claim among thousands of candidates, more than Lua's stack holds
+// values, finds every due one, past the first few thousand too.
+func TestClaimAmongManyCandidates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := redistest.URL(t)
+	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url)))
+	ids := storetest.Seed(t, s, 4100, 32, 1) // one policy: one partition
+	now := storetest.BenchStart.Add(time.Millisecond)
+	claim := func(ids []string) []*store.Task {
+		t.Helper()
+		claimed, err := s.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: time.Minute, IDs: ids, Limit: store.MaxClaimLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return claimed
+	}
+	for range 4 { // the first 4,000, leased
+		if got := claim(ids[:4000]); len(got) != store.MaxClaimLimit {
+			t.Fatalf("TaskClaim = %d tasks, want %d", len(got), store.MaxClaimLimit)
+		}
+	}
+	// Only the last 100 candidates are still due.
+	got := claim(ids)
+	want := map[string]bool{}
+	for _, id := range ids[4000:] {
+		want[id] = true
+	}
+	for _, c := range got {
+		if !want[c.ID] {
+			t.Errorf("claimed %s, which was leased already", c.ID)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("TaskClaim(all %d IDs) = %d tasks, want the last %d", len(ids), len(got), len(want))
+	}
 }
