@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -159,8 +160,20 @@ func (d *benchData) drop() error {
 	return nil
 }
 
+// pgConnect opens one connection to the store at url, which may carry
+// pgxpool's settings (pool_max_conns and the like) as retryd's --store
+// does: pgx.Connect alone would send them to the server as parameters,
+// which it refuses.
+func pgConnect(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg.ConnConfig)
+}
+
 func pgExec(ctx context.Context, url, sql string) error {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgConnect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -171,7 +184,7 @@ func pgExec(ctx context.Context, url, sql string) error {
 
 // postgresDurability reads the settings a commit's durability rests on.
 func postgresDurability(ctx context.Context, url string) (string, error) {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgConnect(ctx, url)
 	if err != nil {
 		return "", fmt.Errorf("--store: connect to PostgreSQL: %w", err)
 	}
