@@ -18,14 +18,15 @@ type bulkKey struct {
 	rows int
 }
 
-// bulk runs the statement sqlFmt (whose %s becomes a VALUES list of rows of
-// cols parameters each) over rows, in chunks of power-of-two sizes, so that
-// at most nine shapes of each statement are ever prepared and any number of
-// rows takes a handful of executions. Values are bound, never spliced into
-// the SQL, so strings keep every byte. each, if not nil, reads the rows a
-// chunk returns; it must close them.
-func (w *wtx) bulk(sqlFmt string, cols int, rows [][]any, each func(*sql.Rows) error) error {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+// bulk runs the statement sqlFmt (whose %s becomes a VALUES list of copies
+// of row, a parenthesized item with a ? per value of a row of rows) over
+// rows, in chunks of power-of-two sizes, so that at most nine shapes of
+// each statement are ever prepared and any number of rows takes a handful
+// of executions. Values are bound, never spliced into the SQL, so strings
+// keep every byte. each, if not nil, reads the rows a chunk returns; it
+// must close them.
+func (w *wtx) bulk(sqlFmt, row string, rows [][]any, each func(*sql.Rows) error) error {
+	cols := strings.Count(row, "?")
 	for len(rows) > 0 {
 		k := maxBulkRows
 		for k > len(rows) {
@@ -105,6 +106,9 @@ func (w *wtx) shaped(sqlFmt string, k int, item string) (*sql.Stmt, error) {
 	w.bulkStmts[key] = st
 	return st, nil
 }
+
+// params is the VALUES item of n bound values: (?, ?, …).
+func params(n int) string { return "(" + strings.Repeat("?, ", n-1) + "?)" }
 
 // anys returns v as a list of values to bind.
 func anys[T any](v []T) []any {

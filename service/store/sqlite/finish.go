@@ -92,13 +92,13 @@ func (w *wtx) finishRound(items []finishRef) error {
 	// Two statements, because SQLite updates every index that mentions a
 	// column the SET list names, whatever its new value: a retry must not
 	// name state.
-	if err := w.bulk(finishRetrySQL, 10, retries, collect); err != nil {
+	if err := w.bulk(finishRetrySQL, params(10), retries, collect); err != nil {
 		return err
 	}
-	if err := w.bulk(finishEndSQL, 10, ends, collect); err != nil {
+	if err := w.bulk(finishEndSQL, params(10), ends, collect); err != nil {
 		return err
 	}
-	if err := w.bulk(attemptInsertSQL, 8, attempts, nil); err != nil {
+	if err := w.bulk(attemptInsertSQL, params(8), attempts, nil); err != nil {
 		return err
 	}
 	return w.refuse(byID)

@@ -47,80 +47,12 @@ func (s *Store) TaskCreateBatch(ctx context.Context, in []*store.Task) ([]store.
 	err := s.write(ctx, &writeOp{shared: true, run: func(w *wtx) error {
 		// The writer may run this again (see runBatch): start afresh.
 		res = make([]store.CreateResult, len(ts))
-		for i := range ts {
-			if refused[i] != nil {
-				res[i].Err = refused[i]
-				continue
-			}
-			stored, err := w.create(&ts[i], headers[i])
-			switch {
-			case errors.Is(err, store.ErrConflict):
-				res[i].Err = fmt.Errorf("sqlite: create task: %w", err)
-			case err != nil:
-				return err
-			case stored == nil:
-				res[i].Task, res[i].Created = store.Created(&ts[i]), true
-			default:
-				res[i].Task = stored
-			}
-		}
-		return nil
+		return w.createAll(ts, headers, refused, res)
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: create task: %w", err)
 	}
 	return res, nil
-}
-
-// create inserts t, returning nil, or the task its idempotency key already
-// names, or ErrConflict. The insert is tried first, since a new key is the
-// common case: a taken key or ID makes it insert nothing, and only then is
-// the stored task looked up.
-func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
-	var seq int64
-	err := w.queryRow(`INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
-		wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
-		claimed_at, version, log_count, created_at, updated_at, finished_at, target_host)
-		VALUES (?1, ?2, ?3, ?4, ?5, 'LIVE', 'PENDING', ?6, 0, ?6, 0, ?7, '', 0, 0, 0, 1, 0, ?8, ?8, 0, ?9)
-		ON CONFLICT DO NOTHING RETURNING seq`,
-		t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, epochms.Of(t.NextAttemptAt),
-		epochms.Of(t.BudgetStart), epochms.Of(t.CreatedAt), targethost.Of(t.TargetURL)).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return w.taken(t)
-	}
-	if err != nil {
-		return nil, err
-	}
-	body := t.Body
-	if body == nil {
-		body = []byte{} // the column is NOT NULL
-	}
-	if _, err := w.exec(`INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary,
-		body_ref, body_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, seq, t.TargetURL, t.Method, headers, body, t.BodyBinary,
-		t.BodyRef, t.BodySize); err != nil {
-		return nil, err
-	}
-	w.move(t.Tenant, "", store.Pending)
-	return nil, nil
-}
-
-// taken explains why t could not be inserted: its idempotency key names a
-// task (the same request: that task; another: ErrConflict), or its ID is
-// another task's.
-func (w *wtx) taken(t *store.Task) (*store.Task, error) {
-	var seq int64
-	var hash string
-	err := w.queryRow(`SELECT seq, request_hash FROM tasks WHERE tenant = ? AND idempotency_key = ?`,
-		t.Tenant, t.IdempotencyKey).Scan(&seq, &hash)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("task id %s is taken: %w", t.ID, store.ErrConflict)
-	case err != nil:
-		return nil, err
-	case hash != t.RequestHash:
-		return nil, fmt.Errorf("idempotency key %q names another request: %w", t.IdempotencyKey, store.ErrConflict)
-	}
-	return w.taskBySeq(seq)
 }
 
 // TaskGet returns one task of tenant.

@@ -67,6 +67,45 @@ func testTaskCreateBatch(t *testing.T, newStore NewStore) {
 			t.Errorf("TaskDue reports %d tasks, want 3", len(due))
 		}
 	})
+	// Items that repeat no ID or key of the batch (the usual batch, which a
+	// store may insert in bulk) but meet tasks stored before it.
+	t.Run("distinct items meeting stored tasks", func(t *testing.T) {
+		t.Parallel()
+		s := setup(t, newStore)
+		old1, old2 := create(t, s, newTask(tenant, "old-1")), create(t, s, newTask(tenant, "old-2"))
+		conflict := newTask(tenant, "old-2")
+		conflict.RequestHash = "another"
+		takenID := newTask(tenant, "taken-id")
+		takenID.ID = old1.ID
+		in := []*store.Task{newTask(tenant, "new-1"), newTask(tenant, "old-1"), conflict, takenID, newTask(tenant, "new-2")}
+		res, err := s.TaskCreateBatch(ctx, in)
+		if err != nil || len(res) != len(in) {
+			t.Fatalf("TaskCreateBatch = %d results, %v; want %d", len(res), err, len(in))
+		}
+		for _, i := range []int{0, 4} {
+			if r := res[i]; r.Err != nil || !r.Created || r.Task == nil {
+				t.Fatalf("item %d (%s) = %+v, want created", i, in[i].IdempotencyKey, r)
+			}
+			checkRequest(t, get(t, s, tenant, res[i].Task.ID), in[i])
+		}
+		if r := res[1]; r.Err != nil || r.Created || r.Task == nil || r.Task.ID != old1.ID {
+			t.Errorf("item 1 (a repeat of old-1) = %+v, want old-1's task %s", r, old1.ID)
+		} else {
+			checkRequest(t, r.Task, in[1])
+		}
+		wantErr(t, "item 2 (old-2's key, another request)", res[2].Err, store.ErrConflict)
+		wantErr(t, "item 3 (old-1's ID)", res[3].Err, store.ErrConflict)
+		if got := get(t, s, tenant, old2.ID); got.RequestHash != old2.RequestHash {
+			t.Errorf("old-2 has request hash %q after the conflict, want %q", got.RequestHash, old2.RequestHash)
+		}
+		counts, err := s.TaskCounts(ctx)
+		if err != nil || counts[store.Pending] != 4 {
+			t.Errorf("TaskCounts = %v, %v; want 4 PENDING", counts, err)
+		}
+		if due := due(t, s); len(due) != 4 {
+			t.Errorf("TaskDue reports %d tasks, want 4", len(due))
+		}
+	})
 	t.Run("a thousand tasks", func(t *testing.T) {
 		t.Parallel()
 		s := setup(t, newStore)
