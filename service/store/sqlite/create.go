@@ -10,6 +10,39 @@ import (
 	"github.com/retrykit/retry/service/store/internal/targethost"
 )
 
+// createCall is one TaskCreateBatch call on its way through the writer:
+// its items with their encoded headers, those refused before the
+// transaction (refused[i] says why), and, once written, the results.
+type createCall struct {
+	ts      []store.Task
+	headers []string
+	refused []error
+	res     []store.CreateResult
+}
+
+// createMerged creates the items of the create ops of a batch, in order,
+// with one createAll, as if each call came after the one before it. The
+// writer may run it again in a new transaction (see runBatch): it starts
+// afresh each time.
+func createMerged(w *wtx, ops []*writeOp) error {
+	var all createCall
+	for _, op := range ops {
+		c := op.create
+		all.ts, all.headers = append(all.ts, c.ts...), append(all.headers, c.headers...)
+		all.refused = append(all.refused, c.refused...)
+	}
+	all.res = make([]store.CreateResult, len(all.ts))
+	if err := w.createAll(all.ts, all.headers, all.refused, all.res); err != nil {
+		return err
+	}
+	n := 0
+	for _, op := range ops {
+		c := op.create
+		c.res, n = all.res[n:n+len(c.ts):n+len(c.ts)], n+len(c.ts)
+	}
+	return nil
+}
+
 // createAll creates the items of ts not refused (refused[i] says why),
 // setting res as create would one item after another. A batch whose items
 // all have distinct IDs and keys, the usual case, is inserted with two

@@ -43,16 +43,11 @@ func (s *Store) TaskCreateBatch(ctx context.Context, in []*store.Task) ([]store.
 			refused[i] = fmt.Errorf("sqlite: create task: %w", err)
 		}
 	}
-	var res []store.CreateResult
-	err := s.write(ctx, &writeOp{shared: true, run: func(w *wtx) error {
-		// The writer may run this again (see runBatch): start afresh.
-		res = make([]store.CreateResult, len(ts))
-		return w.createAll(ts, headers, refused, res)
-	}})
-	if err != nil {
+	c := &createCall{ts: ts, headers: headers, refused: refused}
+	if err := s.write(ctx, &writeOp{create: c}); err != nil {
 		return nil, fmt.Errorf("sqlite: create task: %w", err)
 	}
-	return res, nil
+	return c.res, nil
 }
 
 // TaskGet returns one task of tenant.

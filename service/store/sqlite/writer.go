@@ -22,11 +22,12 @@ const maxBatchOps = 256
 type writeOp struct {
 	ctx context.Context
 	run func(*wtx) error
-	// shared says that run keeps its refusals in results of its own and
-	// fails only when the transaction must not commit: such ops of a batch
-	// run as one unit, without the cost of telling a refusal from a
-	// failure after each (see try).
-	shared bool
+	// create is a TaskCreateBatch call's items. It keeps its refusals in
+	// results of its own and fails only when the transaction must not
+	// commit, so the creates of a batch run as one unit (createMerged):
+	// one createAll over all their items, without the cost of telling a
+	// refusal from a failure after each (see try).
+	create *createCall
 	finish []store.Finish
 	errs   []error    // finish's per-item results
 	done   chan error // buffered: the writer never blocks on a caller
@@ -97,22 +98,23 @@ func (s *Store) writeLoop() {
 // (Savepoints would do the same, but cost two statements per op and a
 // copy of every page an op touches first.)
 func (s *Store) runBatch(ops []*writeOp) {
-	// units are what runs: each op with a run func, and all finishes as one.
+	// units are what runs: each op with a run func, all creates as one and
+	// all finishes as one.
 	var units []func(*wtx) error
 	var owners [][]*writeOp
-	finishAt, sharedAt := -1, -1
-	var finishes, shared []*writeOp
+	finishAt, createAt := -1, -1
+	var finishes, creates []*writeOp
 	for _, op := range ops {
 		switch {
 		case op.ctx.Err() != nil:
 			op.done <- op.ctx.Err()
-		case op.run != nil && op.shared:
-			if sharedAt < 0 {
-				sharedAt = len(units)
+		case op.create != nil:
+			if createAt < 0 {
+				createAt = len(units)
 				units = append(units, nil)
 				owners = append(owners, nil)
 			}
-			shared = append(shared, op)
+			creates = append(creates, op)
 		case op.run != nil:
 			units = append(units, op.run)
 			owners = append(owners, []*writeOp{op})
@@ -129,16 +131,9 @@ func (s *Store) runBatch(ops []*writeOp) {
 		units[finishAt] = func(w *wtx) error { return finishMerged(w, finishes) }
 		owners[finishAt] = finishes
 	}
-	if sharedAt >= 0 {
-		units[sharedAt] = func(w *wtx) error {
-			for _, op := range shared {
-				if err := op.run(w); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		owners[sharedAt] = shared
+	if createAt >= 0 {
+		units[createAt] = func(w *wtx) error { return createMerged(w, creates) }
+		owners[createAt] = creates
 	}
 	if len(units) == 0 {
 		return
