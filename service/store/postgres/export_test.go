@@ -23,3 +23,24 @@ func ExplainAnalyze(ctx context.Context, s *Store, sql string, args ...any) (str
 	err := s.pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan)
 	return plan, err
 }
+
+// PlansMade sums, over the pool's idle connections, the plans PostgreSQL
+// made for their prepared statements: generic ones, made once and kept,
+// and custom ones, made again at each run.
+func PlansMade(ctx context.Context, s *Store) (generic, custom int64, err error) {
+	conns := s.pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for _, c := range conns {
+		var g, cu int64
+		if err := c.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0)::bigint, coalesce(sum(custom_plans), 0)::bigint
+			FROM pg_prepared_statements`).Scan(&g, &cu); err != nil {
+			return 0, 0, err
+		}
+		generic, custom = generic+g, custom+cu
+	}
+	return generic, custom, nil
+}
