@@ -49,8 +49,8 @@ func createMerged(w *wtx, ops []*writeOp) error {
 // bulk statements: an item that inserts nothing then conflicts with a task
 // stored before the batch, and is explained as create would. A batch that
 // repeats an ID or a key goes one item at a time, each seeing those before
-// it. (Per item, the two statements of create took about half the writer's
-// time in batch creates; see docs/BENCHMARKS.md.)
+// it. (Per item, the two statements of create took about two fifths of the
+// writer's time in batch creates; see docs/BENCHMARKS.md.)
 func (w *wtx) createAll(ts []store.Task, headers []string, refused []error, res []store.CreateResult) error {
 	var items []int
 	ids, keys := map[string]bool{}, map[[2]string]bool{}
