@@ -50,6 +50,38 @@ func newHangFirst(t *testing.T) *hangFirst {
 	return h
 }
 
+// waitInFlight waits until the target holds n attempts, for up to 30 s.
+func (h *hangFirst) waitInFlight(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if in, _ := h.counts(); in == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the attempts did not all reach the target")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// succeededAfterLoss checks that each of tasks, caught in flight by a
+// kill, ended SUCCEEDED at attempt 2 on d, its first attempt logged as lost
+// to the lease.
+func succeededAfterLoss(t *testing.T, d *daemon, tasks []task) {
+	t.Helper()
+	for _, c := range tasks {
+		got := d.waitTask(c.TaskID, terminal)
+		if got.Status != "SUCCEEDED" || got.AttemptNumber != 2 {
+			t.Errorf("task %+v, want SUCCEEDED at attempt 2", got)
+		}
+		log := d.attempts(c.TaskID)
+		if len(log) != 2 || !strings.Contains(log[0].ErrorMessage, "lease expired") {
+			t.Errorf("task %s attempts %+v, want the lost one then the success", c.TaskID, log)
+		}
+	}
+}
+
 func (h *hangFirst) counts() (inFlight int, perKey map[string]int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -101,16 +133,7 @@ func TestKill9ReclaimsLeasesAtOnce(t *testing.T) {
 	for range n {
 		tasks = append(tasks, d.submit(target.URL, "quick"))
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if in, _ := target.counts(); in == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the attempts did not all reach the target")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	target.waitInFlight(t, n)
 	d.kill()
 
 	restarted := time.Now()
@@ -118,16 +141,7 @@ func TestKill9ReclaimsLeasesAtOnce(t *testing.T) {
 	if !strings.Contains(d.log(), "took back the leases") {
 		t.Errorf("the restarted retryd did not say it took back the leases")
 	}
-	for _, c := range tasks {
-		got := d.waitTask(c.TaskID, terminal)
-		if got.Status != "SUCCEEDED" || got.AttemptNumber != 2 {
-			t.Errorf("task %+v, want SUCCEEDED at attempt 2", got)
-		}
-		log := d.attempts(c.TaskID)
-		if len(log) != 2 || !strings.Contains(log[0].ErrorMessage, "lease expired") {
-			t.Errorf("task %s attempts %+v, want the lost one then the success", c.TaskID, log)
-		}
-	}
+	succeededAfterLoss(t, d, tasks)
 	// The lease was ten minutes: waiting for it would take the test's
 	// whole time limit. Taken back at start, the tasks finish in seconds.
 	if took := time.Since(restarted); took > 2*time.Minute {
@@ -161,31 +175,13 @@ func TestKill9OneInstanceOfTwo(t *testing.T) {
 			for range n {
 				tasks = append(tasks, first.submit(target.URL, "quick"))
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				if in, _ := target.counts(); in == n {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the attempts did not all reach the target")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			target.waitInFlight(t, n)
 			second := startFleet(t, b, 1, args...)[0]
 			first.kill()
 			killed := time.Now()
-			for _, c := range tasks {
-				// waitTask gives each 30 seconds: far more than the few the
-				// heartbeat takes, far less than the lease.
-				got := second.waitTask(c.TaskID, terminal)
-				if got.Status != "SUCCEEDED" || got.AttemptNumber != 2 {
-					t.Errorf("task %+v, want SUCCEEDED at attempt 2", got)
-				}
-				log := second.attempts(c.TaskID)
-				if len(log) != 2 || !strings.Contains(log[0].ErrorMessage, "lease expired") {
-					t.Errorf("task %s attempts %+v, want the lost one then the success", c.TaskID, log)
-				}
-			}
+			// waitTask gives each task 30 seconds: far more than the few the
+			// heartbeat takes, far less than the lease.
+			succeededAfterLoss(t, second, tasks)
 			t.Logf("all %d tasks in flight at the kill succeeded %v after it (killed at %v)", n, time.Since(killed).Round(time.Millisecond), killed.Format("15:04:05.000"))
 			if !strings.Contains(second.log(), "took back the leases of an instance that stopped beating") {
 				t.Errorf("the second instance did not say it took the leases back")
