@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,41 +26,9 @@ func TestStatementsDoNotScanTasksAsTheTableGrows(t *testing.T) {
 
 	// Small table: each statement runs more than five times on the pool's
 	// connections, so PostgreSQL settles on a generic plan.
-	work := func(prefix string, batches, size int) {
-		for b := range batches {
-			in := make([]*store.Task, size)
-			for i := range in {
-				in[i] = newTask(fmt.Sprintf("%s-%d-%d", prefix, b, i), t0)
-			}
-			in = append(in, newTask(fmt.Sprintf("%s-%d-0", prefix, b), t0)) // a repeat: the lookup runs too
-			res, err := s.TaskCreateBatch(ctx, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := make([]string, 0, size)
-			for _, r := range res[:size] {
-				if r.Err != nil {
-					t.Fatal(r.Err)
-				}
-				ids = append(ids, r.Task.ID)
-			}
-			got, err := s.TaskClaim(ctx, store.ClaimParams{Now: t0, Lease: time.Minute, IDs: ids, Later: func(store.Due) {}})
-			if err != nil || len(got) != size {
-				t.Fatalf("TaskClaim = %d tasks, %v; want %d", len(got), err, size)
-			}
-			fs := make([]store.Finish, len(got))
-			for i, c := range got {
-				fs[i] = store.Finish{TaskID: c.ID, Version: c.Version, Status: store.Succeeded, Now: t0,
-					Attempt: store.Attempt{AttemptNumber: 1, StartedAt: t0, ResponseStatus: 200}}
-			}
-			if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil {
-				t.Fatalf("TaskFinish = %v, %v", errs, err)
-			}
-		}
-	}
-	work("small", 20, 3)
-	work("large", 3, 1000)
-	work("after", 20, 3)
+	workThrough(t, s, "small", 20, 3)
+	workThrough(t, s, "large", 3, 1000)
+	workThrough(t, s, "after", 20, 3)
 	s.Close() // its connections end, and PostgreSQL counts what they did
 
 	conn := admin(t)
@@ -118,31 +87,55 @@ func TestStatementsArePlannedOnce(t *testing.T) {
 	t.Parallel()
 	s := open(t, newSchema(t))
 	ctx := context.Background()
-	for round := range 12 { // more than the five runs after which PostgreSQL chooses
-		in := []*store.Task{newTask(fmt.Sprint("a", round), t0), newTask(fmt.Sprint("b", round), t0)}
-		res, err := s.TaskCreateBatch(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := []string{res[0].Task.ID, res[1].Task.ID}
-		got, err := s.TaskClaim(ctx, store.ClaimParams{Now: t0, Lease: time.Minute, IDs: ids, Later: func(store.Due) {}})
-		if err != nil || len(got) != 2 {
-			t.Fatalf("TaskClaim = %d tasks, %v; want 2", len(got), err)
-		}
-		fs := make([]store.Finish, len(got))
-		for i, c := range got {
-			fs[i] = store.Finish{TaskID: c.ID, Version: c.Version, Status: store.Succeeded, Now: t0,
-				Attempt: store.Attempt{AttemptNumber: 1, StartedAt: t0, ResponseStatus: 200}}
-		}
-		if errs, err := s.TaskFinish(ctx, fs); err != nil || errs[0] != nil || errs[1] != nil {
-			t.Fatalf("TaskFinish = %v, %v", errs, err)
-		}
-	}
+	workThrough(t, s, "round", 12, 2) // more than the five runs after which PostgreSQL chooses
 	generic, custom, err := postgres.PlansMade(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if custom != 0 || generic == 0 {
 		t.Errorf("the pool's statements made %d custom plans and %d generic ones; want none custom", custom, generic)
+	}
+}
+
+// workThrough has s create batches of size tasks (and a repeat of one, so
+// that the lookup of taken keys runs too), claim them and record their
+// success, batch after batch: every statement of a task's life, batches
+// times.
+func workThrough(t *testing.T, s *postgres.Store, prefix string, batches, size int) {
+	t.Helper()
+	ctx := context.Background()
+	for b := range batches {
+		in := make([]*store.Task, size)
+		for i := range in {
+			in[i] = newTask(fmt.Sprintf("%s-%d-%d", prefix, b, i), t0)
+		}
+		in = append(in, newTask(fmt.Sprintf("%s-%d-0", prefix, b), t0)) // a repeat: the lookup runs too
+		res, err := s.TaskCreateBatch(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, 0, size)
+		for _, r := range res[:size] {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			ids = append(ids, r.Task.ID)
+		}
+		got, err := s.TaskClaim(ctx, store.ClaimParams{Now: t0, Lease: time.Minute, IDs: ids, Later: func(store.Due) {}})
+		if err != nil || len(got) != size {
+			t.Fatalf("TaskClaim = %d tasks, %v; want %d", len(got), err, size)
+		}
+		fs := make([]store.Finish, len(got))
+		for i, c := range got {
+			fs[i] = store.Finish{TaskID: c.ID, Version: c.Version, Status: store.Succeeded, Now: t0,
+				Attempt: store.Attempt{AttemptNumber: 1, StartedAt: t0, ResponseStatus: 200}}
+		}
+		errs, err := s.TaskFinish(ctx, fs)
+		if err == nil {
+			err = errors.Join(errs...)
+		}
+		if err != nil {
+			t.Fatalf("TaskFinish = %v, %v", errs, err)
+		}
 	}
 }
