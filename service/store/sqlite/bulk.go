@@ -26,7 +26,6 @@ type bulkKey struct {
 // keep every byte. each, if not nil, reads the rows a chunk returns; it
 // must close them.
 func (w *wtx) bulk(sqlFmt, row string, rows [][]any, each func(*sql.Rows) error) error {
-	cols := strings.Count(row, "?")
 	for len(rows) > 0 {
 		k := maxBulkRows
 		for k > len(rows) {
@@ -36,7 +35,7 @@ func (w *wtx) bulk(sqlFmt, row string, rows [][]any, each func(*sql.Rows) error)
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, k*cols)
+		args := make([]any, 0, k*len(rows[0]))
 		for _, r := range rows[:k] {
 			args = append(args, r...)
 		}
