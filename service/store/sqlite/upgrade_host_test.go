@@ -10,28 +10,14 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/sqlite"
+	"github.com/retrykit/retry/service/store/storetest"
 )
-
-// upgradeURLs are target URLs of the kinds the API accepts, and the host
-// url.URL.Host gives each, lower-cased: migration 004 must find the same
-// in the tasks stored before it.
-var upgradeURLs = map[string]string{
-	"http://example.com/hook":                  "example.com",
-	"https://Example.COM:8443/p?q=1#f":         "example.com:8443",
-	"http://user:pw@Host.example:80/":          "host.example:80",
-	"http://a@b@host.example?x=/y":             "host.example",
-	"HTTP://[::1]:9000":                        "[::1]:9000",
-	"http://host.example?q=http://other.host/": "host.example",
-	"http://host.example#http://other.host/":   "host.example",
-	"https://api.example.com":                  "api.example.com",
-	"http://path.example/a@b":                  "path.example",
-	"http://query.example?x=a@b/c":             "query.example",
-}
 
 // TestUpgradeTargetHost: tasks stored before schema 4 are found by the
 // host of their target.
 func TestUpgradeTargetHost(t *testing.T) {
 	t.Parallel()
+	upgradeURLs := storetest.TargetHostCases()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := sql.Open("sqlite", path)
