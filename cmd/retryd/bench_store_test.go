@@ -22,6 +22,7 @@ import (
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/cmd/retryd/internal/run"
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
 
@@ -69,7 +70,7 @@ func benchBackend(b *testing.B, kind string) backend {
 	case "postgres":
 		return postgresBackend(b)
 	case "redis":
-		return redisBackend(b, redisURL(b))
+		return redisBackend(b, redistest.URL(b))
 	}
 	path := filepath.Join(b.TempDir(), "retryd.db")
 	return backend{name: "sqlite", store: path, open: func(t testing.TB) store.Store {

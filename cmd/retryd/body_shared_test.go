@@ -14,6 +14,7 @@ import (
 
 	s3blob "github.com/retrykit/retry/service/blob/s3"
 	"github.com/retrykit/retry/service/blob/s3/s3test"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // s3Place is a prefix of a test's own in the S3 test server's bucket.
@@ -69,7 +70,7 @@ func TestLargeBodyThroughS3(t *testing.T) {
 			if name == "postgres" {
 				b = postgresBackend(t)
 			} else {
-				b = redisBackend(t, redisURL(t))
+				b = redisBackend(t, redistest.URL(t))
 			}
 			place := newS3Place(t)
 			target, seen := hashingTarget(t)
@@ -122,7 +123,7 @@ func TestLargeBodyThroughS3(t *testing.T) {
 // so, and the task is exhausted by its policy; nothing reaches the target.
 func TestDeletedS3BlobExhaustsTheTask(t *testing.T) {
 	t.Parallel()
-	b := redisBackend(t, redisURL(t))
+	b := redisBackend(t, redistest.URL(t))
 	place := newS3Place(t)
 	target, seen := hashingTarget(t)
 	d := startDaemonEnv(t, place.env, b.store, append([]string{"--blobs", place.spec, "--allow-private-targets"}, b.flags...)...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/retrykit/retry/service/servertest"
 )
 
 // The console is driven in headless Chromium (Debian's chromium, which
@@ -29,7 +30,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	unavailable(t, "no chromium on PATH: .ci/servers installs Debian's chromium package")
+	servertest.Missing(t, "no chromium on PATH: .ci/servers installs Debian's chromium package")
 	return ""
 }
 

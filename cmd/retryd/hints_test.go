@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // One stale wake-up on a shared store's change feed, arriving after a
@@ -46,7 +48,7 @@ func publish(t *testing.T, b backend, note string) {
 	ctx := context.Background()
 	switch b.name {
 	case "postgres":
-		conn := pgAdmin(t)
+		conn := pgtest.Admin(t)
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", "retrykit."+b.flags[1], note); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // withPassword returns the test server's URL with a password in it, and
@@ -15,7 +16,7 @@ import (
 // server ignores.
 func withPassword(t *testing.T) (string, string) {
 	t.Helper()
-	u, err := url.Parse(postgresURL())
+	u, err := url.Parse(pgtest.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func withPassword(t *testing.T) (string, string) {
 // the URL it was given.
 func TestMigrateThenServePostgres(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t)
+	schema := pgtest.Schema(t, "retryd_test_")
 	dsn, pw := withPassword(t)
 	out, err := exec.Command(binary, "migrate", "--store", dsn, "--schema", schema).CombinedOutput()
 	if err != nil {
@@ -43,7 +44,7 @@ func TestMigrateThenServePostgres(t *testing.T) {
 	if !strings.Contains(string(out), "schema version") {
 		t.Errorf("retryd migrate said %q, want the schema version", out)
 	}
-	conn := pgAdmin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(context.Background())
 	var version int
 	err = conn.QueryRow(context.Background(), "SELECT max(version) FROM "+schema+".retry_schema_migrations").Scan(&version)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // sharedBackends are the stores several instances can share, each in a
@@ -24,7 +25,7 @@ func sharedBackends() []struct {
 		make func(t *testing.T) backend
 	}{
 		{"postgres", func(t *testing.T) backend { return postgresBackend(t) }},
-		{"redis", func(t *testing.T) backend { return redisBackend(t, redisURL(t)) }},
+		{"redis", func(t *testing.T) backend { return redisBackend(t, redistest.URL(t)) }},
 	}
 }
 

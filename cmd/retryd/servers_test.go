@@ -3,11 +3,9 @@ package main_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,100 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/retrykit/retry/service/servertest"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 	"github.com/retrykit/retry/service/store/redis"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
-
-// unavailable skips t for want of a server, or fails it when
-// RETRYKIT_REQUIRE_SERVERS=1 (as .ci/run sets).
-func unavailable(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-		t.Fatal(msg + " (RETRYKIT_REQUIRE_SERVERS=1)")
-	}
-	t.Skip(msg)
-}
-
-func randomName() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// postgresURL is the test PostgreSQL server: RETRYKIT_POSTGRES_URL, or the
-// one .ci/servers starts.
-func postgresURL() string {
-	if u := os.Getenv("RETRYKIT_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-func pgAdmin(t testing.TB) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, postgresURL())
-	if err != nil {
-		unavailable(t, fmt.Sprintf("PostgreSQL is not reachable at %s (%v): start it (bash .ci/servers, "+
-			"or pg_ctlcluster <version> main start) or set RETRYKIT_POSTGRES_URL", postgresURL(), err))
-	}
-	return conn
-}
-
-// newSchema creates a PostgreSQL schema of t's own, dropped when t ends.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	conn := pgAdmin(t)
-	defer conn.Close(context.Background())
-	name := "retryd_test_" + randomName()
-	if _, err := conn.Exec(context.Background(), "CREATE SCHEMA "+name); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		// The server may still be coming back from a restart test.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		var err error
-		for ctx.Err() == nil {
-			var conn *pgx.Conn
-			if conn, err = pgx.Connect(ctx, postgresURL()); err == nil {
-				_, err = conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE")
-				conn.Close(ctx)
-				if err == nil {
-					return
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Errorf("drop schema %s: %v", name, err)
-	})
-	return name
-}
-
-// redisURL is the shared test Redis server: RETRYKIT_REDIS_URL, or the one
-// .ci/servers starts.
-func redisURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("RETRYKIT_REDIS_URL")
-	if u == "" {
-		u = "redis://127.0.0.1:6379/0"
-	}
-	c := redisClient(t, u)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		unavailable(t, fmt.Sprintf("Redis is not reachable at %s (%v): start it (bash .ci/servers, or "+
-			"redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save \"\" --appendonly no) "+
-			"or set RETRYKIT_REDIS_URL", u, err))
-	}
-	return u
-}
 
 func redisClient(t testing.TB, url string) *goredis.Client {
 	t.Helper()
@@ -118,35 +31,6 @@ func redisClient(t testing.TB, url string) *goredis.Client {
 		t.Fatalf("redis URL %q: %v", url, err)
 	}
 	return goredis.NewClient(opts)
-}
-
-// newPrefix returns a Redis key prefix of t's own on the server at url; its
-// keys are deleted (SCAN and UNLINK, never a FLUSH) when t ends.
-func newPrefix(t testing.TB, url string) string {
-	t.Helper()
-	prefix := "retryd-test-" + randomName() + ":"
-	t.Cleanup(func() {
-		c := redisClient(t, url)
-		defer c.Close()
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleaning up %s: %v", prefix, err)
-		}
-		for len(keys) > 0 {
-			n := min(len(keys), 500)
-			if err := c.Unlink(ctx, keys[:n]...).Err(); err != nil {
-				t.Errorf("cleaning up %s: %v", prefix, err)
-				return
-			}
-			keys = keys[n:]
-		}
-	})
-	return prefix
 }
 
 // redisServer is a redis-server of the test's own on a free loopback port,
@@ -171,7 +55,7 @@ func startRedisServer(t testing.TB) *redisServer {
 func startRedisServerFsync(t testing.TB, fsync string) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		unavailable(t, "no redis-server binary to start a private Redis: install it (apt-get install redis-server)")
+		servertest.Missing(t, "no redis-server binary to start a private Redis: install it (apt-get install redis-server)")
 	}
 	s := &redisServer{t: t, port: privatePort(t), dir: t.TempDir(), fsync: fsync}
 	s.start()
@@ -273,8 +157,8 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // postgresBackend is a fresh schema on the test server.
 func postgresBackend(t testing.TB) backend {
 	t.Helper()
-	schema := newSchema(t)
-	url := postgresURL()
+	schema := pgtest.Schema(t, "retryd_test_")
+	url := pgtest.URL()
 	return backend{
 		name:  "postgres",
 		store: url,
@@ -293,7 +177,7 @@ func postgresBackend(t testing.TB) backend {
 // redisBackend is a fresh prefix on the Redis server at url.
 func redisBackend(t testing.TB, url string) backend {
 	t.Helper()
-	prefix := newPrefix(t, url)
+	prefix := redistest.Prefix(t, url)
 	return backend{
 		name:  "redis",
 		store: url,
@@ -324,7 +208,7 @@ func storeStarter(t *testing.T, name string, env []string, args ...string) func(
 		if name == "postgres" {
 			b = postgresBackend(t)
 		} else {
-			b = redisBackend(t, redisURL(t))
+			b = redisBackend(t, redistest.URL(t))
 		}
 		return func() *daemon { return startDaemonEnv(t, env, b.store, append(slices.Clone(b.flags), args...)...) }
 	}

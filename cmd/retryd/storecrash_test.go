@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/retrykit/retry/service/servertest"
 )
 
 // TestStoreCrash is scripts/storecrash.sh's: RETRYKIT_STORE_CRASH=N
@@ -90,7 +92,7 @@ func startPrivatePostgres(t *testing.T) *privatePostgres {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	u, err := user.Lookup("postgres")
 	if len(bins) == 0 || err != nil || os.Geteuid() != 0 {
-		unavailable(t, "a private PostgreSQL needs root, a postgres user and /usr/lib/postgresql/*/bin/initdb")
+		servertest.Missing(t, "a private PostgreSQL needs root, a postgres user and /usr/lib/postgresql/*/bin/initdb")
 	}
 	slices.Sort(bins)
 	dir, err := os.MkdirTemp("/tmp", "retrykit-pg-")

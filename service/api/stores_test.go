@@ -2,16 +2,11 @@ package api_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 	"github.com/retrykit/retry/service/store/redis"
 	"github.com/retrykit/retry/service/store/redis/redistest"
 )
@@ -30,43 +25,15 @@ func eachBackend(t *testing.T, f func(t *testing.T, backend string)) {
 	}
 }
 
-// openBackend opens a store of the test servers, of t's own (a schema, a
-// key prefix) and removed when t ends: PostgreSQL at RETRYKIT_POSTGRES_URL
-// or postgres://postgres@127.0.0.1:5432/test, Redis at RETRYKIT_REDIS_URL
-// or redis://127.0.0.1:6379/0. Without the server t is skipped, or fails
-// under RETRYKIT_REQUIRE_SERVERS=1.
+// openBackend opens a store of the test servers (pgtest, redistest), of
+// t's own (a schema, a key prefix) and removed when t ends. Without the
+// server t is skipped, or fails in CI (servertest.Missing).
 func openBackend(t testing.TB, backend string) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	suffix := hex.EncodeToString(b[:])
 	switch backend {
 	case "postgres":
-		url := cmpEnv("RETRYKIT_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-		admin := func() *pgx.Conn {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			conn, err := pgx.Connect(cctx, url)
-			if err != nil {
-				unavailable(t, "PostgreSQL is not reachable at "+url+": "+err.Error())
-			}
-			return conn
-		}
-		schema := "retrykit_api_" + suffix
-		conn := admin()
-		_, err := conn.Exec(ctx, "CREATE SCHEMA "+schema)
-		conn.Close(ctx)
-		if err != nil {
-			t.Fatalf("create schema: %v", err)
-		}
-		t.Cleanup(func() {
-			conn := admin()
-			defer conn.Close(ctx)
-			if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-				t.Errorf("drop schema %s: %v", schema, err)
-			}
-		})
+		url, schema := pgtest.URL(), pgtest.Schema(t, "retrykit_api_")
 		st, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
 		if err != nil {
 			t.Fatalf("postgres.Open: %v", err)
@@ -84,20 +51,4 @@ func openBackend(t testing.TB, backend string) store.Store {
 	}
 	t.Fatalf("unknown backend %q", backend)
 	return nil
-}
-
-func cmpEnv(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// unavailable skips t for want of a server, or fails it in CI.
-func unavailable(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-		t.Fatal(msg + " (RETRYKIT_REQUIRE_SERVERS=1)")
-	}
-	t.Skip(msg)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // TestCreateBatchNotes creates more tasks in one batch than one
@@ -23,7 +24,7 @@ func TestCreateBatchNotes(t *testing.T) {
 	schema := newSchema(t)
 	writer := open(t, schema)
 	l := startListen(t, open(t, schema))
-	raw := admin(t)
+	raw := pgtest.Admin(t)
 	defer raw.Close(ctx)
 	channel := pgx.Identifier{"retrykit." + schema}.Sanitize()
 	if _, err := raw.Exec(ctx, "LISTEN "+channel); err != nil {
@@ -163,7 +164,7 @@ func TestCreateBatchAllOrNothing(t *testing.T) {
 	schema := newSchema(t)
 	s := open(t, schema)
 	l := startListen(t, s)
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, `CREATE FUNCTION `+schema+`.boom() RETURNS trigger LANGUAGE plpgsql
 		AS $$ BEGIN RAISE EXCEPTION 'boom'; END $$;

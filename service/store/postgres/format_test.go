@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // The stored format does not change under the store: headers are a JSON
@@ -18,7 +19,7 @@ func TestStoredFormat(t *testing.T) {
 	s := open(t, schema)
 	tk := mustCreate(t, s, &store.Task{Tenant: "acme", IdempotencyKey: "k", TargetURL: "http://127.0.0.1:9/",
 		Method: "POST", Headers: map[string]string{"X-B": "c", "Content-Type": "application/json"}})
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	var headers, state string
 	if err := conn.QueryRow(ctx, `SELECT headers::text, state FROM `+schema+`.retry_tasks WHERE id = $1`,

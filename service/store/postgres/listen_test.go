@@ -8,6 +8,7 @@ import (
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // What every store.Feed does is checked by storetest; here is what is
@@ -98,7 +99,7 @@ func TestListenReconnects(t *testing.T) {
 	schema := newSchema(t)
 	s := open(t, schema, postgres.WithReconnect(backoff.Policy{Kind: backoff.Fixed, Base: 50 * time.Millisecond}))
 	l := startListen(t, s)
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	var killed int
 	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

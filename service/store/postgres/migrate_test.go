@@ -11,13 +11,14 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // migrationRows returns the number and the highest version of schema's
 // applied migrations.
 func migrationRows(t *testing.T, schema string) (n, top int) {
 	t.Helper()
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(context.Background())
 	err := conn.QueryRow(context.Background(), `SELECT count(*), coalesce(max(version), 0) FROM `+schema+
 		`.retry_schema_migrations`).Scan(&n, &top)
@@ -29,7 +30,7 @@ func migrationRows(t *testing.T, schema string) (n, top int) {
 
 func tableExists(t *testing.T, schema, table string) bool {
 	t.Helper()
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(context.Background())
 	var ok bool
 	if err := conn.QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, schema+"."+table).Scan(&ok); err != nil {
@@ -43,7 +44,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	for i := range 2 {
-		if err := postgres.Migrate(ctx, serverURL(), postgres.WithSchema(schema)); err != nil {
+		if err := postgres.Migrate(ctx, pgtest.URL(), postgres.WithSchema(schema)); err != nil {
 			t.Fatalf("Migrate #%d = %v", i+1, err)
 		}
 	}
@@ -62,7 +63,7 @@ func TestOpenConcurrently(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			s, err := postgres.Open(context.Background(), serverURL(), postgres.WithSchema(schema))
+			s, err := postgres.Open(context.Background(), pgtest.URL(), postgres.WithSchema(schema))
 			if err == nil {
 				_, _, err = s.TaskCreate(context.Background(), &store.Task{Tenant: "t", TargetURL: "http://127.0.0.1:9/", Method: "GET"})
 				s.Close()
@@ -96,7 +97,7 @@ func TestFailedMigrationLeavesSchema(t *testing.T) {
 			ALTER TABLE retry_tasks ADD COLUMN extra integer;
 			SELECT 1 / 0;`)},
 	}
-	err = postgres.MigrateFS(ctx, serverURL(), fsys, postgres.WithSchema(schema))
+	err = postgres.MigrateFS(ctx, pgtest.URL(), fsys, postgres.WithSchema(schema))
 	if err == nil || !strings.Contains(err.Error(), "002_bad") {
 		t.Fatalf("MigrateFS(with a failing 002) = %v, want its error", err)
 	}
@@ -106,7 +107,7 @@ func TestFailedMigrationLeavesSchema(t *testing.T) {
 	if tableExists(t, schema, "retry_extra") {
 		t.Errorf("the failed migration's table is there")
 	}
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	var cols int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
@@ -127,12 +128,12 @@ func TestOpenRefuses(t *testing.T) {
 		t.Parallel()
 		schema := newSchema(t)
 		open(t, schema).Close()
-		conn := admin(t)
+		conn := pgtest.Admin(t)
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, `INSERT INTO `+schema+`.retry_schema_migrations (version, name) VALUES (999, 'future')`); err != nil {
 			t.Fatal(err)
 		}
-		if s, err := postgres.Open(ctx, serverURL(), postgres.WithSchema(schema)); err == nil || !strings.Contains(err.Error(), "newer") {
+		if s, err := postgres.Open(ctx, pgtest.URL(), postgres.WithSchema(schema)); err == nil || !strings.Contains(err.Error(), "newer") {
 			if s != nil {
 				s.Close()
 			}
@@ -141,8 +142,8 @@ func TestOpenRefuses(t *testing.T) {
 	})
 	t.Run("missing schema", func(t *testing.T) {
 		t.Parallel()
-		admin(t).Close(ctx)
-		if s, err := postgres.Open(ctx, serverURL(), postgres.WithSchema("retrykit_test_no_such_schema")); err == nil {
+		pgtest.Admin(t).Close(ctx)
+		if s, err := postgres.Open(ctx, pgtest.URL(), postgres.WithSchema("retrykit_test_no_such_schema")); err == nil {
 			s.Close()
 			t.Errorf("Open(missing schema) succeeded")
 		}

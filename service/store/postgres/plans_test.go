@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // The store's statements find their rows through indexes however small
@@ -31,7 +32,7 @@ func TestStatementsDoNotScanTasksAsTheTableGrows(t *testing.T) {
 	workThrough(t, s, "after", 20, 3)
 	s.Close() // its connections end, and PostgreSQL counts what they did
 
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	var read int64
 	deadline := time.Now().Add(3 * time.Second)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // Targets answer with any bytes; PostgreSQL's text cannot hold NUL or
@@ -127,7 +128,7 @@ func TestCountsStayExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT status, count(*) FROM `+schema+`.retry_runs GROUP BY status`)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 	"github.com/retrykit/retry/service/store/storetest"
 )
 
@@ -27,10 +28,10 @@ func TestUpgradeTargetHost(t *testing.T) {
 		}
 		fs3["migrations/"+name+".up.sql"] = &fstest.MapFile{Data: b}
 	}
-	if err := postgres.MigrateFS(ctx, serverURL(), fs3, postgres.WithSchema(schema)); err != nil {
+	if err := postgres.MigrateFS(ctx, pgtest.URL(), fs3, postgres.WithSchema(schema)); err != nil {
 		t.Fatalf("migrate to schema 3: %v", err)
 	}
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	for u := range upgradeURLs {

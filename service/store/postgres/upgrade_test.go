@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
+	"github.com/retrykit/retry/service/store/postgres/pgtest"
 )
 
 // TestUpgradeFromSchema1: a database written before body references
@@ -23,10 +24,10 @@ func TestUpgradeFromSchema1(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs1 := fstest.MapFS{"migrations/001_init.up.sql": {Data: init}}
-	if err := postgres.MigrateFS(ctx, serverURL(), fs1, postgres.WithSchema(schema)); err != nil {
+	if err := postgres.MigrateFS(ctx, pgtest.URL(), fs1, postgres.WithSchema(schema)); err != nil {
 		t.Fatalf("migrate to schema 1: %v", err)
 	}
-	conn := admin(t)
+	conn := pgtest.Admin(t)
 	defer conn.Close(ctx)
 	ended := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, q := range []string{

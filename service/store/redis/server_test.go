@@ -10,7 +10,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/retrykit/retry/service/store/redis/redistest"
+	"github.com/retrykit/retry/service/servertest"
 )
 
 // server is a redis-server of a test's own, on a free loopback port, with
@@ -30,7 +30,7 @@ type server struct {
 func startServer(t testing.TB, args ...string) *server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		redistest.Unavailable(t, "no redis-server binary to start a private server: install redis-server (apt-get install redis-server)")
+		servertest.Missing(t, "no redis-server binary to start a private server: install redis-server (apt-get install redis-server)")
 	}
 	s := &server{t: t, port: freePort(t), dir: t.TempDir(), args: args}
 	s.start()

@@ -11,11 +11,12 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/retrykit/retry/service/servertest"
 	"github.com/retrykit/retry/service/store"
 )
 
 // URL returns the URL of the shared test server. Without an answer from
-// it, t is skipped, or fails when RETRYKIT_REQUIRE_SERVERS=1.
+// it, t is skipped, or fails in CI (servertest.Missing).
 func URL(t testing.TB) string {
 	t.Helper()
 	url := os.Getenv("RETRYKIT_REDIS_URL")
@@ -29,20 +30,11 @@ func URL(t testing.TB) string {
 	c := goredis.NewClient(opts)
 	defer c.Close()
 	if err := c.Ping(context.Background()).Err(); err != nil {
-		Unavailable(t, fmt.Sprintf("no Redis at %s (%v): start one with "+
+		servertest.Missing(t, fmt.Sprintf("no Redis at %s (%v): start one with "+
 			"`redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save \"\" --appendonly no`, "+
 			"or point RETRYKIT_REDIS_URL at one", url, err))
 	}
 	return url
-}
-
-// Unavailable skips t for want of a server, or fails it in CI.
-func Unavailable(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
-		t.Fatal(msg + " (RETRYKIT_REQUIRE_SERVERS=1)")
-	}
-	t.Skip(msg)
 }
 
 // Prefix returns a key prefix of t's own on the server at url, whose

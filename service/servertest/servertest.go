@@ -1,0 +1,26 @@
+// Package servertest holds the one rule this repository's tests follow when
+// a server they need is missing (PostgreSQL, Redis, an S3 server, a browser,
+// a binary to start one with): skip on a developer's machine, fail in CI.
+// .ci/servers starts or installs what is missing, and .ci/run sets
+// RETRYKIT_REQUIRE_SERVERS=1, so that a test skipped for want of a server
+// can never pass CI unnoticed.
+package servertest
+
+import (
+	"os"
+	"testing"
+)
+
+// Required reports whether a missing server fails the tests instead of
+// skipping them: RETRYKIT_REQUIRE_SERVERS=1, as .ci/run sets.
+func Required() bool { return os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" }
+
+// Missing skips t because of why, which should say how to provide the
+// server, or fails it when Required.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if Required() {
+		t.Fatal(why + " (RETRYKIT_REQUIRE_SERVERS=1)")
+	}
+	t.Skip(why)
+}
