@@ -25,6 +25,11 @@ type createCall struct {
 // writer may run it again in a new transaction (see runBatch): it starts
 // afresh each time.
 func createMerged(w *wtx, ops []*writeOp) error {
+	if len(ops) == 1 { // a batch call alone: nothing to merge, nor to copy
+		c := ops[0].create
+		c.res = make([]store.CreateResult, len(c.ts))
+		return w.createAll(c.ts, c.headers, c.refused, c.res)
+	}
 	var all createCall
 	for _, op := range ops {
 		c := op.create
