@@ -108,8 +108,20 @@ func TestKill9OneOfThreeInstances(t *testing.T) {
 			for len(target.requests("")) < n/4 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
-			// Freeze the instance, note every lease held at that moment,
-			// then kill it: whatever is reclaimed later must be among them.
+			// Freeze the instance mid-attempt: when the target holds more
+			// requests sent in the last 150ms than the other two
+			// instances have workers, at least one is this instance's,
+			// with 150ms to go. (Frozen at the end of a round of
+			// attempts, between recording them and claiming the next, it
+			// would hold no lease, and its death would prove nothing.)
+			for target.holding(150*time.Millisecond) <= 2*workers {
+				if time.Now().After(deadline) {
+					t.Fatalf("the target never held more than %d fresh requests at once", 2*workers)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			// Note every lease held once it is frozen, then kill it:
+			// whatever is reclaimed later must be among them.
 			if err := ds[0].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}

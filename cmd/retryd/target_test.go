@@ -22,6 +22,7 @@ type flaky struct {
 	reqs    []request
 	perKey  map[string]int
 	healthy bool
+	held    map[*http.Request]time.Time // /slow requests still waiting, by arrival
 }
 
 type request struct {
@@ -32,7 +33,7 @@ type request struct {
 
 func newFlaky(t *testing.T) *flaky {
 	t.Helper()
-	f := &flaky{perKey: map[string]int{}}
+	f := &flaky{perKey: map[string]int{}, held: map[*http.Request]time.Time{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -51,9 +52,17 @@ func (f *flaky) serve(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	switch kind {
 	case "slow":
+		f.mu.Lock()
+		f.held[r] = time.Now()
+		f.mu.Unlock()
 		select {
 		case <-time.After(300 * time.Millisecond):
 		case <-r.Context().Done():
+		}
+		f.mu.Lock()
+		delete(f.held, r)
+		f.mu.Unlock()
+		if r.Context().Err() != nil {
 			return
 		}
 		fallthrough
@@ -78,6 +87,20 @@ func (f *flaky) setHealthy() {
 	f.mu.Lock()
 	f.healthy = true
 	f.mu.Unlock()
+}
+
+// holding counts the /slow requests waiting that arrived within d: each
+// has at least 300ms−d to wait yet.
+func (f *flaky) holding(d time.Duration) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, at := range f.held {
+		if time.Since(at) < d {
+			n++
+		}
+	}
+	return n
 }
 
 // requests returns the requests answered so far with key ("" for all).
