@@ -26,6 +26,10 @@ func TestJitterDistributions(t *testing.T) {
 		wantMean time.Duration
 	}{
 		{"full", backoff.Policy{Kind: backoff.Fixed, Base: d}, 0, 0, d, d / 2},
+		// Exponential doubling with full jitter has a path of its own in
+		// Delay, and one more step for a Min.
+		{"full, doubling", backoff.Policy{Base: d / 4}, 0, 0, d, d / 2},
+		{"full, doubling with a floor", backoff.Policy{Base: d / 4, Min: d / 2}, 0, d / 2, d, 5 * d / 8},
 		{"equal", backoff.Policy{Kind: backoff.Fixed, Base: d, Jitter: backoff.EqualJitter}, 0, d / 2, d, 3 * d / 4},
 		{"proportional 0.1", backoff.Policy{Kind: backoff.Fixed, Base: d, Jitter: backoff.ProportionalJitter}, 0, 9 * d / 10, 11 * d / 10, d},
 		{"proportional 1", backoff.Policy{Kind: backoff.Fixed, Base: d, Jitter: backoff.ProportionalJitter, JitterFactor: 1}, 0, 0, 2 * d, d},
