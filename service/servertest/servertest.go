@@ -11,15 +11,11 @@ import (
 	"testing"
 )
 
-// Required reports whether a missing server fails the tests instead of
-// skipping them: RETRYKIT_REQUIRE_SERVERS=1, as .ci/run sets.
-func Required() bool { return os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" }
-
 // Missing skips t because of why, which should say how to provide the
-// server, or fails it when Required.
+// server, or fails it under RETRYKIT_REQUIRE_SERVERS=1, as .ci/run sets.
 func Missing(t testing.TB, why string) {
 	t.Helper()
-	if Required() {
+	if os.Getenv("RETRYKIT_REQUIRE_SERVERS") == "1" {
 		t.Fatal(why + " (RETRYKIT_REQUIRE_SERVERS=1)")
 	}
 	t.Skip(why)

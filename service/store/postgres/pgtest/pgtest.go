@@ -32,7 +32,7 @@ func URL() string {
 
 // Admin connects to the test server for statements a test runs beside the
 // store (the caller closes the connection). Without an answer, t is
-// skipped, or fails when servertest.Required.
+// skipped, or fails in CI (servertest.Missing).
 func Admin(t testing.TB) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
