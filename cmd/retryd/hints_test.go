@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/retrykit/retry/service/store/postgres/pgtest"
+	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
 // One stale wake-up on a shared store's change feed, arriving after a
@@ -54,7 +55,7 @@ func publish(t *testing.T, b backend, note string) {
 			t.Fatal(err)
 		}
 	case "redis":
-		c := redisClient(t, b.store)
+		c := redistest.Client(t, b.store)
 		defer c.Close()
 		for p := range 16 { // retryd's default partitions
 			if err := c.Publish(ctx, b.flags[1]+"wake:"+fmt.Sprint(p), note).Err(); err != nil {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/retrykit/retry/service/servertest"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/postgres"
@@ -23,15 +21,6 @@ import (
 	"github.com/retrykit/retry/service/store/redis"
 	"github.com/retrykit/retry/service/store/redis/redistest"
 )
-
-func redisClient(t testing.TB, url string) *goredis.Client {
-	t.Helper()
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("redis URL %q: %v", url, err)
-	}
-	return goredis.NewClient(opts)
-}
 
 // redisServer is a redis-server of the test's own on a free loopback port,
 // persisting every write to an append-only file in dir (appendfsync
@@ -84,7 +73,7 @@ func (s *redisServer) start() {
 		_ = cmd.Wait()
 		close(done)
 	}(s.cmd, s.done)
-	c := redisClient(s.t, s.url())
+	c := redistest.Client(s.t, s.url())
 	defer c.Close()
 	deadline := time.Now().Add(15 * time.Second)
 	for c.Ping(context.Background()).Err() != nil {

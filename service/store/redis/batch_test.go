@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
 	"github.com/retrykit/retry/service/store/redis/redistest"
@@ -44,11 +42,7 @@ func TestCreateBatchWakes(t *testing.T) {
 	url := redistest.URL(t)
 	s := closeAtEnd(t, open(t, url, redistest.Prefix(t, url), redis.WithPartitions(8)))
 	wakes, _, _ := listen(t, s)
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := goredis.NewClient(opts)
+	raw := redistest.Client(t, url)
 	defer raw.Close()
 	channels := make([]string, s.Partitions())
 	for p := range channels {

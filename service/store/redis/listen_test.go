@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
 	"github.com/retrykit/retry/service/store/redis/redistest"
@@ -51,11 +49,7 @@ func listen(t *testing.T, s *redis.Store, onListening ...func()) (<-chan wakeUp,
 // url.
 func waitSubscribed(t *testing.T, url, channel string, n int64) {
 	t.Helper()
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := goredis.NewClient(opts)
+	c := redistest.Client(t, url)
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -132,8 +126,7 @@ func TestListenSubscribesAgain(t *testing.T) {
 	channel := redis.WakeChannel(listener, listener.Partition("acme", "p"))
 	waitSubscribed(t, url, channel, 1)
 
-	opts, _ := goredis.ParseURL(url)
-	admin := goredis.NewClient(opts)
+	admin := redistest.Client(t, url)
 	defer admin.Close()
 	ctx := context.Background()
 	list, err := admin.ClientList(ctx).Result()

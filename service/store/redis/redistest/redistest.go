@@ -23,11 +23,7 @@ func URL(t testing.TB) string {
 	if url == "" {
 		url = "redis://127.0.0.1:6379/0"
 	}
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("RETRYKIT_REDIS_URL=%q: %v", url, err)
-	}
-	c := goredis.NewClient(opts)
+	c := Client(t, url)
 	defer c.Close()
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		servertest.Missing(t, fmt.Sprintf("no Redis at %s (%v): start one with "+
@@ -37,18 +33,25 @@ func URL(t testing.TB) string {
 	return url
 }
 
+// Client returns a client of the server at url, for what a test does
+// beside the store; the caller closes it. A url go-redis cannot parse fails
+// t.
+func Client(t testing.TB, url string) *goredis.Client {
+	t.Helper()
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("redis URL %q: %v", url, err)
+	}
+	return goredis.NewClient(opts)
+}
+
 // Prefix returns a key prefix of t's own on the server at url, whose
 // keys are deleted (SCAN and UNLINK, never a FLUSH) when t ends.
 func Prefix(t testing.TB, url string) string {
 	t.Helper()
 	prefix := "retrykit-test:" + store.NewID()[24:] + ":" // the random end
 	t.Cleanup(func() {
-		opts, err := goredis.ParseURL(url)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		c := goredis.NewClient(opts)
+		c := Client(t, url)
 		defer c.Close()
 		ctx := context.Background()
 		var batch []string
