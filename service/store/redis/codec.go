@@ -71,6 +71,9 @@ func decodeLoc(s string) (loc, error) {
 	return loc{part: p, tenant: f[1], policy: f[2]}, nil
 }
 
+// taskFieldCount is how many fields taskFields appends.
+const taskFieldCount = 27
+
 // taskFields appends the hash fields and values of new task t to args,
 // id, tn, ik, next, seq and br first: the create script finds them there.
 func taskFields(args []any, t *store.Task, seq int64) []any {

@@ -143,6 +143,12 @@ func (s *Store) takeOver(ctx context.Context, p *createPlan) error {
 // of the reservations no item used, and records the outcome in each item.
 func (s *Store) write(ctx context.Context, p *createPlan) error {
 	byPart := map[int]*createCall{}
+	perPart := map[int]int{}
+	for _, x := range p.items {
+		if x.err == nil {
+			perPart[x.l.part]++
+		}
+	}
 	var creates []*createCall
 	for _, x := range p.items {
 		if x.err != nil {
@@ -150,7 +156,7 @@ func (s *Store) write(ctx context.Context, p *createPlan) error {
 		}
 		c := byPart[x.l.part]
 		if c == nil {
-			c = s.newCreateCall(x.l.part)
+			c = s.newCreateCall(x.l.part, perPart[x.l.part])
 			byPart[x.l.part] = c
 			creates = append(creates, c)
 		}
@@ -240,11 +246,19 @@ type createCall struct {
 	run   *call
 }
 
-func (s *Store) newCreateCall(p int) *createCall {
-	c := &createCall{args: []any{s.k.wake(p), 0}} // the number of fields is set by add
-	c.keys = []string{s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p)}
+// newCreateCall starts the call of partition p, with room for n tasks:
+// grown one task at a time, a batch of 100 allocated its arguments about
+// twice over.
+func (s *Store) newCreateCall(p, n int) *createCall {
+	c := &createCall{args: make([]any, 0, 2+n*argsPerTask), items: make([]*newTask, 0, n)}
+	c.args = append(c.args, s.k.wake(p), 0) // the number of fields is set by add
+	c.keys = append(make([]string, 0, 4+n), s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p))
 	return c
 }
+
+// argsPerTask is how many arguments add appends for a task: two, then
+// taskFields'.
+const argsPerTask = 2 + 2*taskFieldCount
 
 // add appends x; see lua/create.lua for the arguments.
 func (c *createCall) add(s *Store, x *newTask) {
