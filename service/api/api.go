@@ -78,6 +78,10 @@ type Config struct {
 	Store store.Store
 	// Waker, when set, hears of every task that becomes due at a new time.
 	Waker Waker
+	// Handoff, when set and Store is a store.CreateClaimer, takes the
+	// tasks created due at once straight to its workers, created claimed;
+	// the others go to Waker.
+	Handoff Handoff
 	// Tokens maps bearer tokens to tenants; nil turns authentication off and
 	// every request acts for DefaultTenant.
 	Tokens *Tokens
@@ -180,6 +184,7 @@ func Routes() []Route {
 type server struct {
 	store        store.Store
 	waker        Waker
+	handoff      Handoff
 	tokens       *Tokens
 	log          *slog.Logger
 	maxBody      int64
@@ -207,11 +212,14 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, errors.New("api: Config.MaxBodyBytes, MaxBatchBodyBytes, BlobThreshold and MaxLargeBodyBytes must not be negative")
 	}
 	s := &server{
-		store: cfg.Store, waker: cfg.Waker, tokens: cfg.Tokens, log: cfg.Logger,
+		store: cfg.Store, waker: cfg.Waker, handoff: cfg.Handoff, tokens: cfg.Tokens, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, maxBatchBody: cfg.MaxBatchBodyBytes,
 		blobs: cfg.Blobs, threshold: cmp.Or(cfg.BlobThreshold, DefaultBlobThreshold),
 		maxLarge: cmp.Or(cfg.MaxLargeBodyBytes, DefaultMaxLargeBodyBytes),
 		policies: newPolicyCache(cfg.PolicyCacheSize), history: cfg.History, now: cfg.Now, mux: http.NewServeMux(),
+	}
+	if _, ok := cfg.Store.(store.CreateClaimer); !ok {
+		s.handoff = nil
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -164,6 +164,8 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 	var created []*store.Task // for the request's span, when it is recorded
 	recording := trace.SpanFromContext(ctx).IsRecording()
 	if len(tasks) > 0 {
+		reserved := s.claimAtCreate(tasks)
+		defer func() { s.release(reserved) }()
 		res, err := s.store.TaskCreateBatch(ctx, tasks)
 		if err != nil {
 			return storeError(err, "tasks")
@@ -179,7 +181,7 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 				continue
 			}
 			if rr.Created {
-				s.wake(rr.Task)
+				s.handOver(rr.Task, &reserved)
 				if recording {
 					created = append(created, rr.Task)
 				}

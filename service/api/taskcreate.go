@@ -332,13 +332,15 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 		return err
 	}
 	nt := req.newTask(tenant, now)
+	reserved := s.claimAtCreate([]*store.Task{nt})
+	defer func() { s.release(reserved) }()
 	t, created, err := s.store.TaskCreate(ctx, nt)
 	status, err := createAnswer(created, err, nt.IdempotencyKey)
 	if err != nil {
 		return err
 	}
 	if created {
-		s.wake(t)
+		s.handOver(t, &reserved)
 		traced(ctx, t)
 	}
 	s.writeJSON(w, status, taskJSON(t))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/retrykit/retry/service/api"
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/scheduler"
+	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
 
@@ -75,13 +77,24 @@ func TestWakeRunsBatchTasksAtNotBefore(t *testing.T) {
 
 // schedulerEnv is an API over a real store, waking a real scheduler whose
 // periodic resync is an hour away, so that tasks run only when woken.
-func schedulerEnv(t *testing.T) *env {
+func schedulerEnv(t *testing.T) *env { return schedulerEnvOn(t, "sqlite") }
+
+// schedulerEnvOn is schedulerEnv on a backend (see openBackend), the
+// scheduler taking the tasks the store creates claimed (Config.Handoff).
+func schedulerEnvOn(t *testing.T, backend string) *env {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db"))
-	if err != nil {
-		t.Fatal(err)
+	var st store.Store
+	var sq *sqlite.Store
+	if backend == "sqlite" {
+		var err error
+		if sq, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sq.Close() })
+		st = sq
+	} else {
+		st = openBackend(t, backend)
 	}
-	t.Cleanup(func() { st.Close() })
 	disp := dispatch.New(dispatch.Config{Guard: dispatch.Guard{AllowPrivate: true}, Timeout: 5 * time.Second})
 	t.Cleanup(disp.Close)
 	sched, err := scheduler.New(scheduler.Config{Store: st, Dispatcher: disp, Resync: time.Hour, Workers: 4})
@@ -97,13 +110,13 @@ func schedulerEnv(t *testing.T) *env {
 			t.Errorf("scheduler Run: %v", err)
 		}
 	})
-	h, err := api.New(api.Config{Store: st, Waker: sched})
+	h, err := api.New(api.Config{Store: st, Waker: sched, Handoff: sched})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &env{srv: srv, store: st}
+	return &env{srv: srv, store: sq, st: st}
 }
 
 // waitStatus polls the task until it has the status; the bound is only
@@ -121,4 +134,57 @@ func (e *env) waitStatus(t *testing.T, id, status string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A task created due at once is handed to the scheduler created claimed
+// by a store that does it (PostgreSQL): answered IN_FLIGHT at attempt 1,
+// its attempt started without a claim; by the others created PENDING and
+// woken. Either way each task is sent once and succeeds, and one due
+// later waits for its time.
+func TestHandoffRunsCreatedTasks(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, backend string) {
+		var mu sync.Mutex
+		sent := map[string]int{}
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			sent[r.URL.Path]++
+			mu.Unlock()
+		}))
+		t.Cleanup(target.Close)
+		e := schedulerEnvOn(t, backend)
+		e.putPolicy(t, `{"policyId":"p","maxAttempts":1}`)
+		claimed := backend == "postgres"
+
+		one := e.createTask(t, `{"targetUrl":"`+target.URL+`/one","policyId":"p"}`)
+		notBefore := time.Now().Add(300 * time.Millisecond).UnixMilli()
+		items := e.batchItems(t, fmt.Sprintf(`{"tasks":[{"targetUrl":"%s/a","policyId":"p"},{"targetUrl":"%s/b","policyId":"p"},`+
+			`{"targetUrl":"%s/later","policyId":"p","notBefore":%d}]}`, target.URL, target.URL, target.URL, notBefore))
+		tasks := []map[string]any{one, wantItemTask(t, 0, items[0], http.StatusCreated),
+			wantItemTask(t, 1, items[1], http.StatusCreated)}
+		for _, task := range tasks {
+			want, attempt := "PENDING", 0.0
+			if claimed {
+				want, attempt = "IN_FLIGHT", 1
+			}
+			if task["status"] != want || task["attemptNumber"] != attempt {
+				t.Errorf("created %v: %v at attempt %v, want %s at %v", task["targetUrl"], task["status"],
+					task["attemptNumber"], want, attempt)
+			}
+		}
+		later := wantItemTask(t, 2, items[2], http.StatusCreated)
+		if later["status"] != "PENDING" {
+			t.Errorf("the task due later was created %v, want PENDING", later["status"])
+		}
+		for _, task := range append(tasks, later) {
+			e.waitStatus(t, task["taskId"].(string), "SUCCEEDED")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, path := range []string{"/one", "/a", "/b", "/later"} {
+			if sent[path] != 1 {
+				t.Errorf("%s was sent %d times, want once", path, sent[path])
+			}
+		}
+	})
 }

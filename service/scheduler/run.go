@@ -68,9 +68,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	defer pool.Wait()
 
+	s.mu.Lock()
+	s.hand.open = true
+	s.mu.Unlock()
 	s.claimLoop(loopCtx)
 
-	s.claims.Wait() // the last claims may still start attempts
+	s.closeHandoff()
+	s.claims.Wait() // the last claims and hand-offs may still start attempts
 	close(s.work)
 	s.log.Info("scheduler stopping", "in_flight", s.busy.Load(), "grace", s.cfg.ShutdownGrace.String())
 	if !waitTimeout(s.workers.Wait, s.cfg.ShutdownGrace) {

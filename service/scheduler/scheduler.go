@@ -172,11 +172,12 @@ type Scheduler struct {
 	heap  *dueHeap
 	ahead lookahead
 
-	wakeC    chan struct{} // the heap's earliest entry may have moved earlier
-	freeC    chan struct{} // a worker became free
-	busy     atomic.Int64  // workers taken: attempts in flight and claims reserving them
-	claiming atomic.Int32  // claims in flight
-	claims   sync.WaitGroup
+	wakeC    chan struct{}  // the heap's earliest entry may have moved earlier
+	freeC    chan struct{}  // a worker became free
+	busy     atomic.Int64   // workers taken: attempts in flight and claims reserving them
+	claiming atomic.Int32   // claims in flight
+	claims   sync.WaitGroup // claims and hand-offs in flight
+	hand     handoff
 	workers  sync.WaitGroup   // attempts in flight
 	work     chan *store.Task // claimed tasks for the workers; as many slots as workers
 	commits  chan finished

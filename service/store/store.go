@@ -315,6 +315,14 @@ type Store interface {
 	// IdempotencyKey NewID(), CreatedAt the current time, NextAttemptAt and
 	// BudgetStart CreatedAt. An ID already used (by any tenant) is
 	// ErrConflict. The Store does not check that PolicyID is registered.
+	//
+	// A task given with LeaseUntil set and due by CreatedAt asks to be
+	// created claimed, as TaskClaim at CreatedAt with that lease would
+	// leave it (see ClaimedAtCreate): a scheduler about to claim the task
+	// it is handed saves the claim's round trip and commit. It is not
+	// announced on the change feed: it is nobody else's to claim. A Store
+	// that does not do this creates the task PENDING as above, and says so
+	// in stored.Status; so does every store for a repeat.
 	TaskCreate(ctx context.Context, t *Task) (stored *Task, created bool, err error)
 	// TaskCreateBatch creates several tasks in one durable step: results[i]
 	// is what TaskCreate(ts[i]) would have answered, as if the tasks were
@@ -588,6 +596,33 @@ func Created(t *Task) *Task {
 	if out.Body == nil {
 		out.Body = []byte{}
 	}
+	return out
+}
+
+// CreateClaimer is a Store that creates claimed the tasks that ask for it
+// (see TaskCreate); a caller asks only a Store that is one, since asking
+// costs it a worker held through the create.
+type CreateClaimer interface {
+	Store
+	// CreatesClaimed marks the Store as one.
+	CreatesClaimed()
+}
+
+// ClaimAtCreate reports whether new task t (its defaults filled in) is to
+// be created claimed, as TaskCreate says: due by its creation at the
+// millisecond the store keeps.
+func (t *Task) ClaimAtCreate() bool {
+	return !t.LeaseUntil.IsZero() && !toMillis(t.NextAttemptAt).After(toMillis(t.CreatedAt))
+}
+
+// ClaimedAtCreate returns Created(t) as a store holds it once it has
+// created t claimed by holder: IN_FLIGHT, its first attempt counted
+// (AttemptNumber 1), at version 2, leased until t.LeaseUntil, as TaskClaim
+// at CreatedAt would have left it.
+func ClaimedAtCreate(t *Task, holder string) *Task {
+	out := Created(t)
+	out.Status, out.AttemptNumber, out.Version = InFlight, 1, 2
+	out.LeaseUntil, out.Holder = toMillis(t.LeaseUntil), holder
 	return out
 }
 

@@ -34,6 +34,7 @@ func (s *Store) TaskCreateBatch(ctx context.Context, ts []*store.Task) ([]store.
 		return nil, store.ErrClosed
 	}
 	p := planCreate(ts)
+	p.instance = s.holder()
 	run := s.runCreate
 	if len(p.segments) == 1 && len(p.segments[0]) == 1 {
 		run = s.createOne
@@ -51,6 +52,12 @@ func (s *Store) TaskCreateBatch(ctx context.Context, ts []*store.Task) ([]store.
 	}
 	return p.results(), nil
 }
+
+// CreatesClaimed marks the Store as a store.CreateClaimer: createSQL and
+// createOneSQL create claimed the tasks that ask for it.
+func (s *Store) CreatesClaimed() {}
+
+var _ store.CreateClaimer = (*Store)(nil)
 
 // taskKey is a task's (tenant, idempotency key).
 type taskKey struct{ tenant, key string }
@@ -70,6 +77,8 @@ type createPlan struct {
 	// were, as it would one task after another. An item repeating an
 	// earlier one's ID and key is in none; results works it out.
 	segments [][]int
+
+	instance string // the holder of the leases of items created claimed
 
 	// What the database said, reset by each run.
 	inserted []bool
@@ -151,13 +160,13 @@ func (p *createPlan) results() []store.CreateResult {
 		}
 		t := &p.ts[i]
 		if p.inserted[i] {
-			p.res[i] = store.CreateResult{Task: store.Created(t), Created: true}
+			p.res[i] = store.CreateResult{Task: p.created(i), Created: true}
 			continue
 		}
 		var held *store.Task // nil when the key was free when item i came
 		if j, ours := p.holder[keyOf(t)]; ours {
 			if j < i {
-				held = store.Created(&p.ts[j])
+				held = p.created(j)
 			}
 		} else if e, ok := p.existing[keyOf(t)]; ok {
 			held = clone(e)
@@ -173,6 +182,14 @@ func (p *createPlan) results() []store.CreateResult {
 		}
 	}
 	return p.res
+}
+
+// created is item i as the batch stored it.
+func (p *createPlan) created(i int) *store.Task {
+	if t := &p.ts[i]; t.ClaimAtCreate() {
+		return store.ClaimedAtCreate(t, p.instance)
+	}
+	return store.Created(&p.ts[i])
 }
 
 // clone returns a copy of t that shares nothing with it.

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/targethost"
 )
 
@@ -23,12 +25,12 @@ import (
 // tasks that made rows skip are read by lookupSQL, a later statement; the
 // statement flags the transaction when it skipped any row, so that the
 // lookup costs nothing otherwise.
-const createSQL = `WITH v AS (
+var createSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::bytea[], $10::bool[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
-		$14::text[], $15::int[], $18::text[], $19::bigint[], $20::text[]) WITH ORDINALITY
+		$14::text[], $15::int[], $18::text[], $19::bigint[], $20::text[], $21::timestamptz[]) WITH ORDINALITY
 	AS v(id, tenant, key, hash, policy_id, method, target_url, headers, body, body_binary, created_at, next_at,
-		budget_start, note, chunk, body_ref, body_size, target_host, o)
+		budget_start, note, chunk, body_ref, body_size, target_host, lease, o)
 ), ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
 		headers, body, body_binary, body_ref, body_size, created_at, target_host)
@@ -36,16 +38,31 @@ const createSQL = `WITH v AS (
 		body_ref, body_size, created_at, target_host FROM v ORDER BY o
 	ON CONFLICT DO NOTHING RETURNING seq, id
 ), made AS (
-	SELECT ins.seq, v.o, v.tenant, v.next_at, v.budget_start, v.created_at, v.note, v.chunk FROM ins JOIN v ON v.id = ins.id
+	SELECT ins.seq, v.o, v.tenant, v.next_at, v.budget_start, v.created_at, v.note, v.chunk, v.lease,
+		CASE WHEN v.lease IS NULL THEN 'PENDING' ELSE 'IN_FLIGHT' END AS status
+	FROM ins JOIN v ON v.id = ins.id
 ), run AS (
-	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
-		attempt_number, last_status, status, last_error)
-	SELECT seq, 1, next_at, next_at, budget_start, created_at, 0, 0, 0, 'PENDING', ''::bytea FROM made
-), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s, tenant FROM made),
-` + countsCTE + `, notes AS (SELECT string_agg(note, E'\n') AS payload FROM made GROUP BY chunk)
+	INSERT INTO retry_runs ` + runCols + `
+	SELECT seq, ` + claimedRun("$22") + ` FROM made
+), moves AS (SELECT NULL::text AS from_s, status AS to_s, tenant FROM made),
+` + countsCTE + `, notes AS (SELECT string_agg(note, E'\n') AS payload FROM made WHERE lease IS NULL GROUP BY chunk)
 SELECT array_agg(o), (SELECT count(*) FROM notes, LATERAL pg_notify($16, notes.payload)),
 	CASE WHEN count(*) < $17 THEN set_config('retrykit.create_skipped', 'y', true) END
 FROM made`
+
+// claimedRun is the run row of a new task after its seq, from the columns
+// created_at, next_at, budget_start, lease (NULL unless it is created
+// claimed: see store.Task.ClaimAtCreate) and status, and the parameter
+// holder: as TaskClaim at created_at would leave a claimed one.
+func claimedRun(holder string) string {
+	return `CASE WHEN lease IS NULL THEN 1 ELSE 2 END, coalesce(lease, next_at), next_at, budget_start,
+		created_at, 0, CASE WHEN lease IS NULL THEN 0 ELSE 1 END, 0, status, ''::bytea,
+		CASE WHEN lease IS NOT NULL THEN created_at END, lease, CASE WHEN lease IS NOT NULL THEN ` + holder + `::text END`
+}
+
+// runCols are the columns of a new run row, claimedRun's after task_seq.
+const runCols = `(task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
+		attempt_number, last_status, status, last_error, claimed_at, lease_until, holder)`
 
 // lookupSQL reads the tasks holding the given keys, once createSQL has
 // skipped a row in this transaction; it reads nothing otherwise.
@@ -95,6 +112,7 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		binary                     = make([]bool, n)
 		refs, sizes, hosts         = make([]string, n), make([]int64, n), make([]string, n)
 		created, next, budget      = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
+		leases                     = make([]pgtype.Timestamptz, n)
 	)
 	// Notes are cut into chunks as if every item were inserted: the
 	// chunks of those that are cannot be longer.
@@ -111,13 +129,14 @@ func (p *createPlan) segmentArgs(seg []int, channel string) []any {
 		// CreateDefaults has set every time.
 		created[k], next[k] = t.CreatedAt.Truncate(time.Millisecond), t.NextAttemptAt.Truncate(time.Millisecond)
 		budget[k] = t.BudgetStart.Truncate(time.Millisecond)
+		leases[k] = leaseOf(t)
 		if used >= 0 && used+1+len(notes[k]) > notifyMax {
 			chunk, used = chunk+1, -1
 		}
 		chunks[k], used = chunk, used+1+len(notes[k])
 	}
 	return []any{ids, tenants, keys, hashes, policies, methods, urls, headers, bodies, binary, created, next,
-		budget, notes, chunks, channel, n, refs, sizes, hosts}
+		budget, notes, chunks, channel, n, refs, sizes, hosts, leases, optText(p.instance)}
 }
 
 // read takes the answers of runCreate's statements from br.
@@ -150,19 +169,23 @@ func (p *createPlan) read(br pgx.BatchResults) error {
 }
 
 // createOneSQL inserts one task unless its ID or key is taken, in which
-// case it returns no row and writes nothing; it sends the task's note.
-const createOneSQL = `WITH ins AS (
+// case it returns no row and writes nothing; it sends the task's note
+// unless it is created claimed ($19, the lease, not NULL).
+var createOneSQL = `WITH ins AS (
 	INSERT INTO retry_tasks (id, tenant, idempotency_key, request_hash, policy_id, state, method, target_url,
 		headers, body, body_binary, created_at, body_ref, body_size, target_host)
 	VALUES ($1, $2, $3, $4, $5, 'LIVE', $6, $7, $8, $9, $10, $11, $16, $17, $18)
 	ON CONFLICT DO NOTHING RETURNING seq, tenant
+), made AS (
+	SELECT seq, tenant, $11::timestamptz AS created_at, $12::timestamptz AS next_at, $13::timestamptz AS budget_start,
+		$19::timestamptz AS lease, CASE WHEN $19::timestamptz IS NULL THEN 'PENDING' ELSE 'IN_FLIGHT' END AS status
+	FROM ins
 ), run AS (
-	INSERT INTO retry_runs (task_seq, version, wake_at, next_attempt_at, budget_start, updated_at, prev_delay_ns,
-		attempt_number, last_status, status, last_error)
-	SELECT seq, 1, $12, $12, $13, $11, 0, 0, 0, 'PENDING', ''::bytea FROM ins
-), moves AS (SELECT NULL::text AS from_s, 'PENDING'::text AS to_s, tenant FROM ins),
+	INSERT INTO retry_runs ` + runCols + `
+	SELECT seq, ` + claimedRun("$20") + ` FROM made
+), moves AS (SELECT NULL::text AS from_s, status AS to_s, tenant FROM made),
 ` + countsCTE + `
-SELECT ins.seq FROM ins, LATERAL pg_notify($14, $15)`
+SELECT ins.seq FROM ins LEFT JOIN LATERAL (SELECT pg_notify($14, $15) WHERE $19::timestamptz IS NULL) n ON true`
 
 // createOne creates the one item of p to insert. When the insert is
 // skipped, nothing was written, so the task holding the key can be read by
@@ -178,7 +201,8 @@ func (s *Store) createOne(ctx context.Context, p *createPlan) error {
 	var seq int64
 	err := s.pool.QueryRow(ctx, createOneSQL, t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID,
 		t.Method, t.TargetURL, p.headers[i], body, t.BodyBinary, ts(t.CreatedAt), ts(t.NextAttemptAt),
-		ts(t.BudgetStart), s.channel, p.notes[i], t.BodyRef, t.BodySize, targethost.Of(t.TargetURL)).Scan(&seq)
+		ts(t.BudgetStart), s.channel, p.notes[i], t.BodyRef, t.BodySize, targethost.Of(t.TargetURL), leaseOf(t),
+		optText(p.instance)).Scan(&seq)
 	if err == nil {
 		p.inserted[i], p.holder[keyOf(t)] = true, i
 		return nil
@@ -197,3 +221,15 @@ func (s *Store) createOne(ctx context.Context, p *createPlan) error {
 	}
 	return nil
 }
+
+// leaseOf is new task t's lease as a parameter: NULL unless it is to be
+// created claimed.
+func leaseOf(t *store.Task) pgtype.Timestamptz {
+	if !t.ClaimAtCreate() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: t.LeaseUntil.Truncate(time.Millisecond), Valid: true}
+}
+
+// optText is s as a parameter, NULL when empty.
+func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }

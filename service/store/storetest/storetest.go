@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimExpiredLease", testClaimExpiredLease},
 		{"ClaimLater", testClaimLater},
+		{"CreateClaimed", testCreateClaimed},
 		{"TaskDue", testTaskDue},
 		{"Finish", testFinish},
 		{"FinishFencing", testFinishFencing},

@@ -92,7 +92,7 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
-	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Tokens: tokens, Logger: log, History: m,
+	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Handoff: sched, Tokens: tokens, Logger: log, History: m,
 		Blobs: blobs, BlobThreshold: c.BlobThreshold, MaxLargeBodyBytes: c.MaxBody, AllowBodyRefs: c.AllowBodyRefs})
 	if err != nil {
 		return err
