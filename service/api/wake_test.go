@@ -137,7 +137,7 @@ func (e *env) waitStatus(t *testing.T, id, status string) {
 }
 
 // A task created due at once is handed to the scheduler created claimed
-// by a store that does it (PostgreSQL): answered IN_FLIGHT at attempt 1,
+// by a store that does it (store.CreateClaimer): answered IN_FLIGHT at attempt 1,
 // its attempt started without a claim; by the others created PENDING and
 // woken. Either way each task is sent once and succeeds, and one due
 // later waits for its time.
@@ -154,7 +154,7 @@ func TestHandoffRunsCreatedTasks(t *testing.T) {
 		t.Cleanup(target.Close)
 		e := schedulerEnvOn(t, backend)
 		e.putPolicy(t, `{"policyId":"p","maxAttempts":1}`)
-		claimed := backend == "postgres"
+		_, claimed := e.st.(store.CreateClaimer)
 
 		one := e.createTask(t, `{"targetUrl":"`+target.URL+`/one","policyId":"p"}`)
 		notBefore := time.Now().Add(300 * time.Millisecond).UnixMilli()

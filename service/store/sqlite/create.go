@@ -10,6 +10,12 @@ import (
 	"github.com/retrykit/retry/service/store/internal/targethost"
 )
 
+// CreatesClaimed marks the Store as a store.CreateClaimer: taskRow writes
+// the tasks that ask for it claimed.
+func (s *Store) CreatesClaimed() {}
+
+var _ store.CreateClaimer = (*Store)(nil)
+
 // createCall is one TaskCreateBatch call on its way through the writer:
 // its items with their encoded headers, those refused before the
 // transaction (refused[i] says why), and, once written, the results.
@@ -111,8 +117,9 @@ func (w *wtx) createAll(ts []store.Task, headers []string, refused []error, res 
 			continue
 		}
 		payloads = append(payloads, payloadRow(seq, t, headers[i]))
-		w.move(t.Tenant, "", store.Pending)
-		res[i].Task, res[i].Created = store.Created(t), true
+		stored, status := created(t)
+		w.move(t.Tenant, "", status)
+		res[i].Task, res[i].Created = stored, true
 	}
 	return w.bulk(payloadInsertSQL+"%s", payloadRowSQL, payloads, nil)
 }
@@ -127,7 +134,8 @@ func setResult(res *store.CreateResult, t, stored *store.Task, err error) error 
 	case err != nil:
 		return err
 	case stored == nil:
-		res.Task, res.Created = store.Created(t), true
+		res.Task, _ = created(t)
+		res.Created = true
 	default:
 		res.Task = stored
 	}
@@ -140,18 +148,33 @@ const (
 	taskInsertSQL = `INSERT INTO tasks (id, tenant, idempotency_key, request_hash, policy_id, state, status,
 		wake_at, attempt_number, next_attempt_at, prev_delay_ns, budget_start, last_error, last_status, lease_until,
 		claimed_at, version, log_count, created_at, updated_at, finished_at, target_host) VALUES `
-	createRow        = `(?, ?, ?, ?, ?, 'LIVE', 'PENDING', ?, 0, ?, 0, ?, '', 0, 0, 0, 1, 0, ?, ?, 0, ?)`
+	createRow        = `(?, ?, ?, ?, ?, 'LIVE', ?, ?, ?, ?, 0, ?, '', 0, ?, ?, ?, 0, ?, ?, 0, ?)`
 	createBulkSQL    = taskInsertSQL + `%s ON CONFLICT DO NOTHING RETURNING seq, id`
 	payloadInsertSQL = `INSERT INTO task_payloads (task_seq, target_url, method, headers, body, body_binary,
 		body_ref, body_size) VALUES `
 	payloadRowSQL = `(?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
-// taskRow is the values createRow binds for t.
+// taskRow is the values createRow binds for t: PENDING, or claimed as
+// TaskClaim at its creation would leave it (store.Task.ClaimAtCreate).
 func taskRow(t *store.Task) []any {
 	next, created := epochms.Of(t.NextAttemptAt), epochms.Of(t.CreatedAt)
-	return []any{t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, next, next, epochms.Of(t.BudgetStart),
-		created, created, targethost.Of(t.TargetURL)}
+	status, wake, attempt, lease, claimed, version := string(store.Pending), next, 0, int64(0), int64(0), 1
+	if t.ClaimAtCreate() {
+		lease = epochms.Of(t.LeaseUntil)
+		status, wake, attempt, claimed, version = string(store.InFlight), lease, 1, created, 2
+	}
+	return []any{t.ID, t.Tenant, t.IdempotencyKey, t.RequestHash, t.PolicyID, status, wake, attempt, next,
+		epochms.Of(t.BudgetStart), lease, claimed, version, created, created, targethost.Of(t.TargetURL)}
+}
+
+// created is t as the store holds it once inserted, and the count it
+// moved to.
+func created(t *store.Task) (*store.Task, store.Status) {
+	if t.ClaimAtCreate() {
+		return store.ClaimedAtCreate(t, ""), store.InFlight
+	}
+	return store.Created(t), store.Pending
 }
 
 // payloadRow is the values payloadRowSQL binds for t, stored as seq.
@@ -179,7 +202,8 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	if _, err := w.exec(payloadInsertSQL+payloadRowSQL, payloadRow(seq, t, headers)...); err != nil {
 		return nil, err
 	}
-	w.move(t.Tenant, "", store.Pending)
+	_, status := created(t)
+	w.move(t.Tenant, "", status)
 	return nil, nil
 }
 
