@@ -72,11 +72,13 @@ func decodeLoc(s string) (loc, error) {
 }
 
 // taskFieldCount is how many fields taskFields appends.
-const taskFieldCount = 27
+const taskFieldCount = 28
 
 // taskFields appends the hash fields and values of new task t to args,
 // id, tn, ik, next, seq and br first: the create script finds them there.
-func taskFields(args []any, t *store.Task, seq int64) []any {
+// A task to be created claimed (store.Task.ClaimAtCreate) has the fields
+// claim.lua would have given it at its creation, held by holder.
+func taskFields(args []any, t *store.Task, seq int64, holder string) []any {
 	bin := "0"
 	if t.BodyBinary {
 		bin = "1"
@@ -86,11 +88,17 @@ func taskFields(args []any, t *store.Task, seq int64) []any {
 		body = []byte{}
 	}
 	created := itoa(epochms.Of(t.CreatedAt))
+	status, attempt, version, lease, claimed := string(store.Pending), "0", "1", "0", "0"
+	if t.ClaimAtCreate() {
+		status, attempt, version, lease, claimed = string(store.InFlight), "1", "2", itoa(epochms.Of(t.LeaseUntil)), created
+	} else {
+		holder = ""
+	}
 	return append(args, "id", t.ID, "tn", t.Tenant, "ik", t.IdempotencyKey, "next", itoa(epochms.Of(t.NextAttemptAt)),
 		"seq", itoa(seq), "br", t.BodyRef, "rh", t.RequestHash, "url", t.TargetURL, "m", t.Method, "h", encodeHeaders(t.Headers),
-		"b", body, "bb", bin, "pol", t.PolicyID, "st", string(store.Pending), "an", "0", "prev", "0",
-		"bs", itoa(epochms.Of(t.BudgetStart)), "le", "", "ls", "0", "lu", "0", "v", "1", "c", created, "u", created,
-		"f", "0", "ca", "0", "ln", "0", "bz", itoa(t.BodySize))
+		"b", body, "bb", bin, "pol", t.PolicyID, "st", status, "an", attempt, "prev", "0",
+		"bs", itoa(epochms.Of(t.BudgetStart)), "le", "", "ls", "0", "lu", lease, "v", version, "c", created, "u", created,
+		"f", "0", "ca", claimed, "ln", "0", "bz", itoa(t.BodySize), "ho", holder)
 }
 
 func encodeHeaders(h map[string]string) string {

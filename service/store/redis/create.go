@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/epochms"
 	"github.com/retrykit/retry/service/store/internal/taskstate"
 )
 
@@ -225,6 +226,9 @@ func (s *Store) created(c *createCall) error {
 				continue
 			}
 			x.stored, x.created = store.Created(&x.t), true
+			if x.t.ClaimAtCreate() {
+				x.stored = store.ClaimedAtCreate(&x.t, c.holder)
+			}
 		case []any:
 			if x.stored, err = decodeTask(r); err != nil {
 				return err
@@ -237,28 +241,36 @@ func (s *Store) created(c *createCall) error {
 	return nil
 }
 
+// CreatesClaimed marks the Store as a store.CreateClaimer: lua/create.lua
+// creates claimed the tasks that ask for it.
+func (s *Store) CreatesClaimed() {}
+
+var _ store.CreateClaimer = (*Store)(nil)
+
 // createCall is the create script call of one partition: its keys (tasks
 // name them by position), its arguments and its tasks, in batch order.
 type createCall struct {
 	keyList
-	args  []any
-	items []*newTask
-	run   *call
+	args   []any
+	items  []*newTask
+	run    *call
+	holder string // the instance that holds the tasks created claimed
 }
 
 // newCreateCall starts the call of partition p, with room for n tasks:
 // grown one task at a time, a batch of 100 allocated its arguments about
 // twice over.
 func (s *Store) newCreateCall(p, n int) *createCall {
-	c := &createCall{args: make([]any, 0, 2+n*argsPerTask), items: make([]*newTask, 0, n)}
-	c.args = append(c.args, s.k.wake(p), 0) // the number of fields is set by add
-	c.keys = append(make([]string, 0, 4+n), s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p))
+	c := &createCall{args: make([]any, 0, 3+n*argsPerTask), items: make([]*newTask, 0, n), holder: s.holder()}
+	c.args = append(c.args, s.k.wake(p), 0, c.holder) // the number of fields is set by add
+	c.keys = append(make([]string, 0, 6+n), s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p),
+		s.k.lease(p), s.k.held(p))
 	return c
 }
 
-// argsPerTask is how many arguments add appends for a task: two, then
+// argsPerTask is how many arguments add appends for a task: three, then
 // taskFields'.
-const argsPerTask = 2 + 2*taskFieldCount
+const argsPerTask = 3 + 2*taskFieldCount
 
 // add appends x; see lua/create.lua for the arguments.
 func (c *createCall) add(s *Store, x *newTask) {
@@ -266,9 +278,13 @@ func (c *createCall) add(s *Store, x *newTask) {
 	// twice): no need to look it up among the others.
 	c.keys = append(c.keys, s.k.task(x.l.part, x.t.ID))
 	task := len(c.keys)
-	c.args = append(c.args, task, c.indexes(s.k.indexes(x.l, taskstate.Live)))
+	lease := int64(0)
+	if x.t.ClaimAtCreate() {
+		lease = epochms.Of(x.t.LeaseUntil)
+	}
+	c.args = append(c.args, task, c.indexes(s.k.indexes(x.l, taskstate.Live)), lease)
 	n := len(c.args)
-	c.args = taskFields(c.args, &x.t, x.seq)
+	c.args = taskFields(c.args, &x.t, x.seq, c.holder)
 	c.args[1] = (len(c.args) - n) / 2
 	c.items = append(c.items, x)
 }
