@@ -125,14 +125,17 @@ func (s *Scheduler) claimLoop(ctx context.Context) {
 		canClaim := free > 0 && s.claiming.Load() < maxClaims
 		s.mu.Lock()
 		if canClaim {
+			// Free again under the lock: Reserve may have taken workers.
+			free = s.cfg.Workers - int(s.busy.Load())
 			ids = s.heap.popDue(horizon, min(free, s.cfg.ClaimBatch), nil)
+			// Reserve the workers now, so that the next round (or
+			// Reserve) does not hand them out again while this claim is
+			// in flight.
+			s.busy.Add(int64(len(ids)))
 		}
 		next, ok := s.heap.next()
 		s.mu.Unlock()
 		if len(ids) > 0 {
-			// Reserve the workers now, so that the next round does not
-			// hand them out again while this claim is in flight.
-			s.busy.Add(int64(len(ids)))
 			s.claiming.Add(1)
 			s.claims.Add(1)
 			go s.claim(ctx, horizon, ids)
