@@ -165,13 +165,13 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 	recording := trace.SpanFromContext(ctx).IsRecording()
 	if len(tasks) > 0 {
 		reserved := s.claimAtCreate(tasks)
-		defer func() { s.release(reserved) }()
-		res, err := s.store.TaskCreateBatch(ctx, tasks)
-		if err != nil {
-			return storeError(err, "tasks")
+		res, err := s.store.TaskCreateBatch(createCtx(ctx, reserved), tasks)
+		if err == nil && len(res) != len(tasks) {
+			err = fmt.Errorf("api: the store answered %d results for %d tasks", len(res), len(tasks))
 		}
-		if len(res) != len(tasks) {
-			return fmt.Errorf("api: the store answered %d results for %d tasks", len(res), len(tasks))
+		if err != nil {
+			s.settle(reserved, err, tasks)
+			return storeError(err, "tasks")
 		}
 		for j, rr := range res {
 			i := at[j]
@@ -188,6 +188,7 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 			}
 			items[i] = batchItem{Status: status, Task: taskJSON(rr.Task)}
 		}
+		s.settle(reserved, nil, nil) // before the answer, which a slow client may take a while to read
 	}
 	traced(ctx, created...)
 	s.writeJSON(w, http.StatusOK, list[batchItem]{Items: items})

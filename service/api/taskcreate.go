@@ -333,14 +333,16 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	nt := req.newTask(tenant, now)
 	reserved := s.claimAtCreate([]*store.Task{nt})
-	defer func() { s.release(reserved) }()
-	t, created, err := s.store.TaskCreate(ctx, nt)
+	t, created, err := s.store.TaskCreate(createCtx(ctx, reserved), nt)
+	if created {
+		s.handOver(t, &reserved)
+	}
+	s.settle(reserved, err, []*store.Task{nt})
 	status, err := createAnswer(created, err, nt.IdempotencyKey)
 	if err != nil {
 		return err
 	}
 	if created {
-		s.handOver(t, &reserved)
 		traced(ctx, t)
 	}
 	s.writeJSON(w, status, taskJSON(t))

@@ -100,6 +100,9 @@ func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Durati
 type finished struct {
 	f    store.Finish
 	task *store.Task
+	// forgone marks the hand-back of a task whose create failed (Forgo):
+	// the store may not have it, or have it from an earlier request.
+	forgone bool
 	// stop is why an attempt's task stops, from the decision step:
 	// retry.ErrNotRetryable (FAILED), retry.ErrAttemptsExhausted,
 	// retry.ErrBudgetExhausted… (EXHAUSTED); nil otherwise.

@@ -115,6 +115,8 @@ func pendingAt(f store.Finish) time.Time {
 // outcome the store answered err to.
 func (s *Scheduler) observe(ctx context.Context, b finished, err error) {
 	switch {
+	case b.forgone && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost)):
+		return // the create failed before the task was ours: nothing to hand back
 	case errors.Is(err, store.ErrLeaseLost):
 		// Fencing at work: our lease ran out and another worker took the
 		// task over; its outcome, not ours, counts.

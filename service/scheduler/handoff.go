@@ -22,9 +22,9 @@ type handoff struct {
 }
 
 // Reserve takes up to n free workers for tasks about to be created claimed,
-// and returns how many it took and the lease to create them with; none
-// when the scheduler is not running or has no worker free. Each must be
-// given back by Start or Release.
+// and returns how many it took and the lease to create them with, counted
+// from now; none when the scheduler is not running or has no worker free.
+// Each must be given back by Start, Release or Forgo.
 func (s *Scheduler) Reserve(n int) (lease time.Duration, got int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,6 +62,23 @@ func (s *Scheduler) Release(n int) {
 		s.claims.Done()
 	}
 	signal(s.freeC)
+}
+
+// Forgo gives back the workers reserved for ts, tasks asked to be created
+// claimed whose create failed with its outcome unknown (the store out of
+// reach, a commit whose answer was lost): the store may hold some of them
+// claimed, which nobody would run before their leases ran out, and whose
+// first attempt would then be charged though never sent. So each is
+// handed back unsent, as admission hands back a task it holds (PENDING,
+// due at once, its attempt not charged); the store refuses the hand-back
+// of a task it does not hold.
+func (s *Scheduler) Forgo(ts []*store.Task) {
+	now := time.Now()
+	for _, t := range ts {
+		c := store.ClaimedAtCreate(t, "")
+		s.commits <- finished{f: unsent(c, "not sent: its create's outcome was unknown", now), task: c, forgone: true}
+	}
+	s.Release(len(ts))
 }
 
 // closeHandoff ends Reserve's hand-outs, so that Run can wait for the last.

@@ -61,3 +61,43 @@ func TestHandoffReservesWorkers(t *testing.T) {
 		t.Errorf("Reserve after Run returned = %d, want 0", got)
 	}
 }
+
+// Forgo hands back unsent a task the store created claimed though its
+// create's answer was lost: PENDING, its attempt not charged, and then run
+// once as any task; a task the store never created costs nothing.
+func TestHandoffForgo(t *testing.T) {
+	st := openStore(t, "")
+	putPolicy(t, st, "p", fast(1))
+	tg := newTarget(t, 200)
+	s, _ := start(t, st, options{cfg: schedulerConfig(time.Hour)})
+	_, got := s.Reserve(2)
+	for deadline := time.Now().Add(10 * time.Second); got == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		_, got = s.Reserve(2)
+	}
+	if got != 2 {
+		t.Fatalf("Reserve(2) = %d", got)
+	}
+	now := time.Now()
+	made := &store.Task{ID: store.NewID(), Tenant: tenant, TargetURL: tg.URL, Method: "POST", PolicyID: "p",
+		RequestHash: "h", CreatedAt: now, LeaseUntil: now.Add(10 * time.Second)}
+	if c, _, err := st.TaskCreate(context.Background(), made); err != nil || c.Status != store.InFlight {
+		t.Fatalf("TaskCreate = %v, %v; want it created claimed", c, err)
+	}
+	ghost := &store.Task{ID: store.NewID(), Tenant: tenant, TargetURL: tg.URL, Method: "POST", PolicyID: "p",
+		CreatedAt: now, LeaseUntil: now.Add(10 * time.Second)}
+	s.Forgo([]*store.Task{made, ghost})
+	done := waitFor(t, st, made.ID, terminal)
+	if done.Status != store.Succeeded || done.AttemptNumber != 1 || len(tg.seen()) != 1 {
+		t.Errorf("forgone task = %s at attempt %d after %d requests; want SUCCEEDED at 1 after 1", done.Status,
+			done.AttemptNumber, len(tg.seen()))
+	}
+	if log := attempts(t, st, made.ID); len(log) != 1 || log[0].AttemptNumber != 1 {
+		t.Errorf("attempt log = %+v, want only attempt 1, the one sent", log)
+	}
+	_, all := s.Reserve(1000)
+	s.Release(all)
+	if all != 512 {
+		t.Errorf("Reserve(1000) after Forgo = %d, want every worker back", all)
+	}
+}
