@@ -34,7 +34,7 @@ func (s *server) claimAtCreate(ts []*store.Task) int {
 	}
 	due := 0
 	for _, t := range ts {
-		if !t.NextAttemptAt.After(t.CreatedAt) {
+		if t.DueAtCreate() {
 			due++
 		}
 	}
@@ -47,7 +47,7 @@ func (s *server) claimAtCreate(ts []*store.Task) int {
 	// CreatedAt.
 	until, left := s.now().Add(lease), got
 	for _, t := range ts {
-		if left > 0 && !t.NextAttemptAt.After(t.CreatedAt) {
+		if left > 0 && t.DueAtCreate() {
 			t.LeaseUntil = until
 			left--
 		}

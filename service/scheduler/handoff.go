@@ -58,9 +58,7 @@ func (s *Scheduler) Release(n int) {
 		return
 	}
 	s.busy.Add(-int64(n))
-	for range n {
-		s.claims.Done()
-	}
+	s.claims.Add(-n)
 	signal(s.freeC)
 }
 
@@ -75,7 +73,7 @@ func (s *Scheduler) Release(n int) {
 func (s *Scheduler) Forgo(ts []*store.Task) {
 	now := time.Now()
 	for _, t := range ts {
-		c := store.ClaimedAtCreate(t, "")
+		c := store.CreatedBy(t, "")
 		s.commits <- finished{f: unsent(c, "not sent: its create's outcome was unknown", now), task: c, forgone: true}
 	}
 	s.Release(len(ts))

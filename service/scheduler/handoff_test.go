@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrykit/retry/service/scheduler"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -16,13 +17,7 @@ func TestHandoffReservesWorkers(t *testing.T) {
 	putPolicy(t, st, "p", fast(1))
 	tg := newTarget(t, 200)
 	s, stop := start(t, st, options{cfg: schedulerConfig(time.Hour)})
-	// Run may not have started yet: wait until it hands out.
-	_, got := s.Reserve(1)
-	for deadline := time.Now().Add(10 * time.Second); got == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-		_, got = s.Reserve(1)
-	}
-	s.Release(got)
+	s.Release(reserveRunning(t, s, 1))
 	lease, got := s.Reserve(1000)
 	if got != 512 || lease != 10*time.Second {
 		t.Fatalf("Reserve(1000) = %v, %d; want the lease, 10s, and every worker, 512", lease, got)
@@ -70,12 +65,7 @@ func TestHandoffForgo(t *testing.T) {
 	putPolicy(t, st, "p", fast(1))
 	tg := newTarget(t, 200)
 	s, _ := start(t, st, options{cfg: schedulerConfig(time.Hour)})
-	_, got := s.Reserve(2)
-	for deadline := time.Now().Add(10 * time.Second); got == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-		_, got = s.Reserve(2)
-	}
-	if got != 2 {
+	if got := reserveRunning(t, s, 2); got != 2 {
 		t.Fatalf("Reserve(2) = %d", got)
 	}
 	now := time.Now()
@@ -99,5 +89,16 @@ func TestHandoffForgo(t *testing.T) {
 	s.Release(all)
 	if all != 512 {
 		t.Errorf("Reserve(1000) after Forgo = %d, want every worker back", all)
+	}
+}
+
+// reserveRunning reserves n workers once s hands them out: Run, started by
+// start, may not have begun yet.
+func reserveRunning(t *testing.T, s *scheduler.Scheduler, n int) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, got := s.Reserve(n); got > 0 || time.Now().After(deadline) {
+			return got
+		}
 	}
 }

@@ -318,7 +318,7 @@ type Store interface {
 	//
 	// A task given with LeaseUntil set and due by CreatedAt asks to be
 	// created claimed, as TaskClaim at CreatedAt with that lease would
-	// leave it (see ClaimedAtCreate): a scheduler about to claim the task
+	// leave it (see CreatedBy): a scheduler about to claim the task
 	// it is handed saves the claim's round trip and commit. It is not
 	// announced on the change feed: it is nobody else's to claim. A Store
 	// that does not do this creates the task PENDING as above, and says so
@@ -608,21 +608,29 @@ type CreateClaimer interface {
 	CreatesClaimed()
 }
 
-// ClaimAtCreate reports whether new task t (its defaults filled in) is to
-// be created claimed, as TaskCreate says: due by its creation at the
-// millisecond the store keeps.
-func (t *Task) ClaimAtCreate() bool {
-	return !t.LeaseUntil.IsZero() && !toMillis(t.NextAttemptAt).After(toMillis(t.CreatedAt))
+// DueAtCreate reports whether new task t is due by its creation, at the
+// millisecond the store keeps: the tasks a caller may ask to be created
+// claimed.
+func (t *Task) DueAtCreate() bool {
+	return !toMillis(t.NextAttemptAt).After(toMillis(t.CreatedAt))
 }
 
-// ClaimedAtCreate returns Created(t) as a store holds it once it has
-// created t claimed by holder: IN_FLIGHT, its first attempt counted
-// (AttemptNumber 1), at version 2, leased until t.LeaseUntil, as TaskClaim
-// at CreatedAt would have left it.
-func ClaimedAtCreate(t *Task, holder string) *Task {
+// ClaimAtCreate reports whether new task t (its defaults filled in) is to
+// be created claimed, as TaskCreate says.
+func (t *Task) ClaimAtCreate() bool {
+	return !t.LeaseUntil.IsZero() && t.DueAtCreate()
+}
+
+// CreatedBy returns the task a store holds once it has created t: Created(t)
+// or, when t.ClaimAtCreate, that task claimed by holder: IN_FLIGHT, its
+// first attempt counted (AttemptNumber 1), at version 2, leased until
+// t.LeaseUntil, as TaskClaim at CreatedAt would have left it.
+func CreatedBy(t *Task, holder string) *Task {
 	out := Created(t)
-	out.Status, out.AttemptNumber, out.Version = InFlight, 1, 2
-	out.LeaseUntil, out.Holder = toMillis(t.LeaseUntil), holder
+	if t.ClaimAtCreate() {
+		out.Status, out.AttemptNumber, out.Version = InFlight, 1, 2
+		out.LeaseUntil, out.Holder = toMillis(t.LeaseUntil), holder
+	}
 	return out
 }
 

@@ -160,13 +160,13 @@ func (p *createPlan) results() []store.CreateResult {
 		}
 		t := &p.ts[i]
 		if p.inserted[i] {
-			p.res[i] = store.CreateResult{Task: p.created(i), Created: true}
+			p.res[i] = store.CreateResult{Task: store.CreatedBy(t, p.instance), Created: true}
 			continue
 		}
 		var held *store.Task // nil when the key was free when item i came
 		if j, ours := p.holder[keyOf(t)]; ours {
 			if j < i {
-				held = p.created(j)
+				held = store.CreatedBy(&p.ts[j], p.instance)
 			}
 		} else if e, ok := p.existing[keyOf(t)]; ok {
 			held = clone(e)
@@ -182,14 +182,6 @@ func (p *createPlan) results() []store.CreateResult {
 		}
 	}
 	return p.res
-}
-
-// created is item i as the batch stored it.
-func (p *createPlan) created(i int) *store.Task {
-	if t := &p.ts[i]; t.ClaimAtCreate() {
-		return store.ClaimedAtCreate(t, p.instance)
-	}
-	return store.Created(&p.ts[i])
 }
 
 // clone returns a copy of t that shares nothing with it.

@@ -225,10 +225,7 @@ func (s *Store) created(c *createCall) error {
 				x.err = fmt.Errorf("redis: create task: task id %s holds another request's task: %w", x.t.ID, store.ErrConflict)
 				continue
 			}
-			x.stored, x.created = store.Created(&x.t), true
-			if x.t.ClaimAtCreate() {
-				x.stored = store.ClaimedAtCreate(&x.t, c.holder)
-			}
+			x.stored, x.created = store.CreatedBy(&x.t, c.holder), true
 		case []any:
 			if x.stored, err = decodeTask(r); err != nil {
 				return err

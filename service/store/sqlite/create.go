@@ -80,7 +80,7 @@ func (w *wtx) createAll(ts []store.Task, headers []string, refused []error, res 
 	if !distinct || len(items) < 2 {
 		for _, i := range items {
 			stored, err := w.create(&ts[i], headers[i])
-			if err := setResult(&res[i], &ts[i], stored, err); err != nil {
+			if err := w.setResult(&res[i], &ts[i], stored, err); err != nil {
 				return err
 			}
 		}
@@ -111,15 +111,13 @@ func (w *wtx) createAll(ts []store.Task, headers []string, refused []error, res 
 		seq, ok := seqs[t.ID]
 		if !ok {
 			stored, err := w.taken(t)
-			if err := setResult(&res[i], t, stored, err); err != nil {
+			if err := w.setResult(&res[i], t, stored, err); err != nil {
 				return err
 			}
 			continue
 		}
 		payloads = append(payloads, payloadRow(seq, t, headers[i]))
-		stored, status := created(t)
-		w.move(t.Tenant, "", status)
-		res[i].Task, res[i].Created = stored, true
+		w.inserted(&res[i], t)
 	}
 	return w.bulk(payloadInsertSQL+"%s", payloadRowSQL, payloads, nil)
 }
@@ -127,19 +125,24 @@ func (w *wtx) createAll(ts []store.Task, headers []string, refused []error, res 
 // setResult sets res for item t from what create (or taken) said: stored nil
 // and no error when t was inserted. An error other than a conflict is the
 // transaction's, returned.
-func setResult(res *store.CreateResult, t, stored *store.Task, err error) error {
+func (w *wtx) setResult(res *store.CreateResult, t, stored *store.Task, err error) error {
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		res.Err = fmt.Errorf("sqlite: create task: %w", err)
 	case err != nil:
 		return err
 	case stored == nil:
-		res.Task, _ = created(t)
-		res.Created = true
+		w.inserted(res, t)
 	default:
 		res.Task = stored
 	}
 	return nil
+}
+
+// inserted answers res for t, just inserted, and counts it in its state.
+func (w *wtx) inserted(res *store.CreateResult, t *store.Task) {
+	res.Task, res.Created = store.CreatedBy(t, ""), true
+	w.move(t.Tenant, "", res.Task.Status)
 }
 
 // The columns of a new task's row, and its payload's: create inserts one
@@ -168,15 +171,6 @@ func taskRow(t *store.Task) []any {
 		epochms.Of(t.BudgetStart), lease, claimed, version, created, created, targethost.Of(t.TargetURL)}
 }
 
-// created is t as the store holds it once inserted, and the count it
-// moved to.
-func created(t *store.Task) (*store.Task, store.Status) {
-	if t.ClaimAtCreate() {
-		return store.ClaimedAtCreate(t, ""), store.InFlight
-	}
-	return store.Created(t), store.Pending
-}
-
 // payloadRow is the values payloadRowSQL binds for t, stored as seq.
 func payloadRow(seq int64, t *store.Task, headers string) []any {
 	body := t.Body
@@ -186,8 +180,8 @@ func payloadRow(seq int64, t *store.Task, headers string) []any {
 	return []any{seq, t.TargetURL, t.Method, headers, body, t.BodyBinary, t.BodyRef, t.BodySize}
 }
 
-// create inserts t, returning nil, or the task its idempotency key already
-// names, or ErrConflict. The insert is tried first, since a new key is the
+// create inserts t, returning nil (setResult answers and counts it), or the
+// task its idempotency key already names, or ErrConflict. The insert is tried first, since a new key is the
 // common case: a taken key or ID makes it insert nothing, and only then is
 // the stored task looked up.
 func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
@@ -202,8 +196,6 @@ func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	if _, err := w.exec(payloadInsertSQL+payloadRowSQL, payloadRow(seq, t, headers)...); err != nil {
 		return nil, err
 	}
-	_, status := created(t)
-	w.move(t.Tenant, "", status)
 	return nil, nil
 }
 
