@@ -25,7 +25,8 @@ const createRuns = 2
 // TaskCreate stores a new task or returns the one its idempotency key
 // already names; see store.Store. Concurrent calls share their round trips:
 // a coalescer hands them to TaskCreateBatch together, without waiting for
-// company, so a lone call costs what a batch of one does (two round trips).
+// company, so a lone call costs what a batch of one does (one round trip
+// on a single server, two on a cluster: see createFast).
 func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bool, error) {
 	if err := s.open("create task"); err != nil {
 		return nil, false, err
@@ -50,7 +51,8 @@ func (s *Store) TaskCreate(ctx context.Context, in *store.Task) (*store.Task, bo
 // third, before the scripts, comes only when an item takes over what an
 // earlier one of the batch reserved and gave up (the idempotency key of
 // an item whose ID was taken; an ID a repeat did not need, for another
-// tenant or policy).
+// tenant or policy). On a single server, new tasks of one partition skip
+// the reservations' round trip (createFast).
 //
 // A create cut short between the steps leaves reservations without a
 // task: TaskGet does not find it, and a repeat of the request (same key,
@@ -78,23 +80,73 @@ func (s *Store) createBatch(ctx context.Context, ts []*store.Task) ([]store.Crea
 	if len(items) == 0 {
 		return res, nil
 	}
-	p, err := s.reserve(ctx, items)
+	done, err := s.createFast(ctx, items)
+	if err == nil && !done {
+		err = s.createReserved(ctx, items)
+	}
 	if err != nil {
-		return nil, err
-	}
-	if err := p.resolve(s.parts); err != nil {
-		return nil, err
-	}
-	if err := s.takeOver(ctx, p); err != nil {
-		return nil, err
-	}
-	if err := s.write(ctx, p); err != nil {
 		return nil, err
 	}
 	for _, x := range items {
 		res[x.i] = store.CreateResult{Task: x.stored, Created: x.created, Err: x.err}
 	}
 	return res, nil
+}
+
+// createReserved creates items the general way: their records reserved
+// in a round trip of its own, then written (see TaskCreateBatch).
+func (s *Store) createReserved(ctx context.Context, items []*newTask) error {
+	p, err := s.reserve(ctx, items)
+	if err != nil {
+		return err
+	}
+	if err := p.resolve(s.parts); err != nil {
+		return err
+	}
+	if err := s.takeOver(ctx, p); err != nil {
+		return err
+	}
+	return s.write(ctx, p)
+}
+
+// createFast creates items in one round trip instead of two, with
+// lua/createfast.lua, when it can: on a single server (one script may
+// then take records in any slot), when the items all go to one partition,
+// and no two share an idempotency key or an ID (the script takes no
+// decision between items). It reports false, having written nothing, when
+// it could not or any item is not new; createReserved then sorts them out.
+// Single creates through the API (retryd bench --mode api --runs single,
+// three interleaved pairs): 7,238–7,736 → 7,745–9,237 tasks/s, retryd's
+// CPU per task 113–124 → 90–112 µs; batches of 100 alike.
+func (s *Store) createFast(ctx context.Context, items []*newTask) (bool, error) {
+	if !s.oneServer {
+		return false, nil
+	}
+	part := items[0].l.part
+	seen := make(map[string]bool, 2*len(items))
+	for _, x := range items {
+		idem, id := s.k.idem(x.t.Tenant, x.t.IdempotencyKey), s.k.id(x.t.ID)
+		if x.l.part != part || seen[idem] || seen[id] {
+			return false, nil
+		}
+		seen[idem], seen[id] = true, true
+	}
+	c := s.newCreateCall(part, len(items), true)
+	for _, x := range items {
+		c.add(s, x)
+	}
+	c.run = &call{sc: s.sc.createFast, keys: c.keys, args: c.args}
+	s.eval(ctx, c.run)
+	first, err := c.run.cmd.Int64()
+	if err != nil || first == 0 {
+		return false, err
+	}
+	for j, x := range items {
+		x.seq = first + int64(j)
+		x.stored, x.created = store.CreatedBy(&x.t, c.holder), true
+		s.locs.put(x.t.ID, x.l)
+	}
+	return true, nil
 }
 
 // newTasks returns the valid items of ts with their defaults, where they
@@ -157,7 +209,7 @@ func (s *Store) write(ctx context.Context, p *createPlan) error {
 		}
 		c := byPart[x.l.part]
 		if c == nil {
-			c = s.newCreateCall(x.l.part, perPart[x.l.part])
+			c = s.newCreateCall(x.l.part, perPart[x.l.part], false)
 			byPart[x.l.part] = c
 			creates = append(creates, c)
 		}
@@ -252,24 +304,33 @@ type createCall struct {
 	items  []*newTask
 	run    *call
 	holder string // the instance that holds the tasks created claimed
+	fast   bool   // lua/createfast.lua's call, which takes the tasks' records too
 }
 
 // newCreateCall starts the call of partition p, with room for n tasks:
 // grown one task at a time, a batch of 100 allocated its arguments about
-// twice over.
-func (s *Store) newCreateCall(p, n int) *createCall {
-	c := &createCall{args: make([]any, 0, 3+n*argsPerTask), items: make([]*newTask, 0, n), holder: s.holder()}
+// twice over. fast makes it lua/createfast.lua's.
+func (s *Store) newCreateCall(p, n int, fast bool) *createCall {
+	per, keys := argsPerTask, 6+n
+	if fast {
+		per, keys = per+3, keys+1+2*n
+	}
+	c := &createCall{args: make([]any, 0, 3+n*per), items: make([]*newTask, 0, n), holder: s.holder(), fast: fast}
 	c.args = append(c.args, s.k.wake(p), 0, c.holder) // the number of fields is set by add
-	c.keys = append(make([]string, 0, 6+n), s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p),
+	c.keys = append(make([]string, 0, keys), s.k.due(p), s.k.counts(p), s.k.refs(p), s.k.tenantCounts(p),
 		s.k.lease(p), s.k.held(p))
+	if fast {
+		c.keys = append(c.keys, s.k.seq())
+	}
 	return c
 }
 
-// argsPerTask is how many arguments add appends for a task: three, then
-// taskFields'.
+// argsPerTask is how many arguments add appends for a task of
+// lua/create.lua: three, then taskFields'.
 const argsPerTask = 3 + 2*taskFieldCount
 
-// add appends x; see lua/create.lua for the arguments.
+// add appends x; see lua/create.lua and lua/createfast.lua for the
+// arguments.
 func (c *createCall) add(s *Store, x *newTask) {
 	// Each task's hash key is its own (but a repeat's, which is harmless
 	// twice): no need to look it up among the others.
@@ -280,6 +341,12 @@ func (c *createCall) add(s *Store, x *newTask) {
 		lease = epochms.Of(x.t.LeaseUntil)
 	}
 	c.args = append(c.args, task, c.indexes(s.k.indexes(x.l, taskstate.Live)), lease)
+	if c.fast {
+		// The same records reserve takes; createfast.lua sets the seq
+		// field taskFields is given 0 for.
+		c.keys = append(c.keys, s.k.idem(x.t.Tenant, x.t.IdempotencyKey), s.k.id(x.t.ID))
+		c.args = append(c.args, len(c.keys)-1, x.record(), x.l.encode())
+	}
 	n := len(c.args)
 	c.args = taskFields(c.args, &x.t, x.seq, c.holder)
 	c.args[1] = (len(c.args) - n) / 2

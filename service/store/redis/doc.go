@@ -98,8 +98,9 @@
 // in one pipeline (a claim without IDs first reads the due sets, another
 // round trip), and a TaskFinish one per partition of its items; a
 // TaskCreateBatch costs two round trips whatever its size (reservations,
-// then one script per partition), and concurrent TaskCreate calls share
-// them: a coalescer hands them to TaskCreateBatch together. Redis runs a
+// then one script per partition; one when the server is not a cluster and
+// its tasks are new and of one partition), and concurrent TaskCreate calls
+// share them: a coalescer hands them to TaskCreateBatch together. Redis runs a
 // shard's scripts one at a time, so its CPU is the ceiling: on a loaded
 // 2-core VM, with the client on the same machine, claim+finish took some
 // 32 µs of Redis CPU per task, a create on its own some 30 µs and one of a

@@ -20,7 +20,7 @@ func WakeChannel(s *Store, p int) string { return s.k.wake(p) }
 // ScriptNames maps the SHA-1 digest of each script to its name.
 func ScriptNames(s *Store) map[string]string {
 	return map[string]string{
-		s.sc.create.Hash(): "create", s.sc.claim.Hash(): "claim", s.sc.finish.Hash(): "finish",
+		s.sc.create.Hash(): "create", s.sc.createFast.Hash(): "createfast", s.sc.claim.Hash(): "claim", s.sc.finish.Hash(): "finish",
 		s.sc.transition.Hash(): "transition", s.sc.attempts.Hash(): "attempts", s.sc.policy.Hash(): "policy",
 		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list", s.sc.purge.Hash(): "purge",
 		s.sc.instance.Hash(): "instance", s.sc.bury.Hash(): "bury", s.sc.leases.Hash(): "leases",

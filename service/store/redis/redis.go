@@ -76,16 +76,19 @@ func WithListenBackoff(p backoff.Policy) Option { return func(c *config) { c.lis
 // concurrent use; see the package documentation for what it needs from
 // the server.
 type Store struct {
-	rdb    goredis.UniversalClient
-	k      keys
-	sc     scripts
-	parts  int
-	claim  []int
-	logCap int
-	log    *slog.Logger
-	listen backoff.Policy
-	locs   locCache
-	turn   atomic.Uint64 // rotates which partition a fair claim serves first
+	rdb goredis.UniversalClient
+	// oneServer says rdb is not a Redis Cluster's client, so that one
+	// script may touch keys of any slot (see createFast).
+	oneServer bool
+	k         keys
+	sc        scripts
+	parts     int
+	claim     []int
+	logCap    int
+	log       *slog.Logger
+	listen    backoff.Policy
+	locs      locCache
+	turn      atomic.Uint64 // rotates which partition a fair claim serves first
 
 	doneFilled atomic.Bool // the done sets are known complete (see backfillDone)
 	// tenantCounted says the tenant counts are known complete (see
@@ -139,6 +142,8 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redis: open %s: %w: %w", where, store.ErrInvalid, err)
 	}
 	s := &Store{rdb: rdb, sc: newScripts(), logCap: cfg.logCap, log: cfg.logger, listen: cfg.listenBackoff}
+	_, cluster := rdb.(*goredis.ClusterClient)
+	s.oneServer = !cluster
 	s.creates = coalesce.New(coalesce.Config[*store.Task, store.CreateResult]{Run: s.createBatch, MaxRuns: createRuns})
 	err = s.checkVersion(ctx)
 	if err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -38,7 +39,7 @@ func closeAtEnd(t testing.TB, s *redis.Store) *redis.Store {
 func conformance(t *testing.T, url, base string) {
 	var n atomic.Int64
 	sub := func() string { return fmt.Sprintf("%s%d:", base, n.Add(1)) }
-	checker := newSlotChecker(t)
+	checker := newSlotChecker(t, strings.HasPrefix(url, "redis+cluster://"))
 	t.Run("Run", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
 			return checker.watch(open(t, url, sub()))

@@ -14,6 +14,8 @@ import (
 var (
 	//go:embed lua/create.lua
 	createLua string
+	//go:embed lua/createfast.lua
+	createFastLua string
 	//go:embed lua/claim.lua
 	claimLua string
 	//go:embed lua/finish.lua
@@ -44,17 +46,20 @@ var (
 	countsLua string
 	//go:embed lua/gather.lua
 	gatherLua string
+	//go:embed lua/newtask.lua
+	newTaskLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
 type scripts struct {
 	create, claim, finish, transition, list, attempts, policy, release, due, purge, tcountsFill *goredis.Script
-	instance, bury, leases                                                                      *goredis.Script
+	createFast, instance, bury, leases                                                          *goredis.Script
 }
 
 func newScripts() scripts {
 	return scripts{
-		create:      goredis.NewScript(withPrelude(createLua)),
+		create:      goredis.NewScript(withPrelude(createLua, newTaskLua)),
+		createFast:  goredis.NewScript(withPrelude(createFastLua, newTaskLua)),
 		claim:       goredis.NewScript(withPrelude(claimLua)),
 		finish:      goredis.NewScript(withPrelude(finishLua)),
 		transition:  goredis.NewScript(withPrelude(transitionLua)),
@@ -71,12 +76,12 @@ func newScripts() scripts {
 	}
 }
 
-// withPrelude puts the task counts' rule (lua/counts.lua) and the gathered
-// writes (lua/gather.lua) into script, after its first line (its #! line,
-// where Redis wants it).
-func withPrelude(script string) string {
+// withPrelude puts the task counts' rule (lua/counts.lua), the gathered
+// writes (lua/gather.lua) and then more, such as lua/newtask.lua, into
+// script, after its first line (its #! line, where Redis wants it).
+func withPrelude(script string, more ...string) string {
 	first, rest, _ := strings.Cut(script, "\n")
-	return first + "\n" + countsLua + gatherLua + rest
+	return first + "\n" + countsLua + gatherLua + strings.Join(more, "") + rest
 }
 
 // call is one script run: Store.eval fills in cmd.
