@@ -12,10 +12,10 @@ import (
 )
 
 // commitLoop records outcomes in groups: it takes the first waiting outcome,
-// gathers more for up to CommitWait (or until CommitBatch), and writes them
-// in one durable TaskFinish. While one group is being written the next one
-// gathers, so the store's fsyncs are shared by many attempts. It returns
-// once s.commits is closed and drained.
+// gathers more (see gather), and writes them in one durable TaskFinish.
+// While one group is being written the next one gathers, so the store's
+// fsyncs are shared by many attempts. It returns once s.commits is closed
+// and drained.
 func (s *Scheduler) commitLoop(ctx context.Context) {
 	batch := make([]finished, 0, s.cfg.CommitBatch)
 	fs := make([]store.Finish, 0, s.cfg.CommitBatch) // reused: the store keeps none of it once TaskFinish returns
@@ -35,10 +35,49 @@ func (s *Scheduler) commitLoop(ctx context.Context) {
 	}
 }
 
-// gather adds waiting outcomes to batch until it is full or CommitWait has
-// passed. It reports false when s.commits was closed.
+// commitShare is how long a group gathers when an outcome in it leaves
+// its task due soon.
+const commitShare = 250 * time.Microsecond
+
+// gather adds waiting outcomes to batch until it is full or its time is
+// up: CommitWait after the first outcome, or commitShare when an outcome
+// leaves its task due before the claim loop would look for it once that
+// wait is over (its due time less the look-ahead): a retry must be back in
+// the heap in time to be claimed ahead and sent on time. No outcome waits
+// past half the lease's margin before its lease ends, either: recorded
+// after it, the store refuses it. So outcomes that end their tasks, and
+// retries due later, wait the longest: nothing waits for their record but
+// the task's status, and every outcome a group shares saves the store a
+// write (retryd bench, single creates, three interleaved rounds with
+// CommitWait 250 µs and 5 ms: SQLite 7,158–7,624 → 7,610–8,436 tasks/s,
+// PostgreSQL 3,829–4,541 → 5,246–5,495). It reports false when s.commits
+// was closed.
 func (s *Scheduler) gather(batch *[]finished, timer *time.Timer) (open bool) {
-	timer.Reset(s.cfg.CommitWait)
+	start := time.Now()
+	end := start.Add(s.cfg.CommitWait)
+	soon := end.Add(s.ahead.get(start))
+	short := start.Add(min(commitShare, s.cfg.CommitWait))
+	// shorten brings end forward to when b must be recorded, if sooner,
+	// and reports whether it did.
+	shorten := func(b finished) bool {
+		by := end
+		if b.f.Status == store.Pending && pendingAt(b.f).Before(soon) {
+			by = short
+		}
+		if lease := b.task.LeaseUntil.Add(-leaseMargin / 2); lease.Before(by) {
+			by = lease
+		}
+		if by.Before(short) {
+			by = short
+		}
+		if !by.Before(end) {
+			return false
+		}
+		end = by
+		return true
+	}
+	shorten((*batch)[0])
+	timer.Reset(time.Until(end))
 	defer timer.Stop()
 	for len(*batch) < s.cfg.CommitBatch {
 		select {
@@ -47,6 +86,9 @@ func (s *Scheduler) gather(batch *[]finished, timer *time.Timer) (open bool) {
 				return false
 			}
 			*batch = append(*batch, f)
+			if shorten(f) {
+				timer.Reset(time.Until(end))
+			}
 		case <-timer.C:
 			return true
 		}

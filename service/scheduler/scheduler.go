@@ -43,7 +43,7 @@ const (
 	DefaultClaimBatch    = 256
 	DefaultClaimAhead    = 50 * time.Millisecond
 	DefaultCommitBatch   = 512
-	DefaultCommitWait    = 250 * time.Microsecond
+	DefaultCommitWait    = 5 * time.Millisecond
 	DefaultResync        = time.Minute
 	DefaultShutdownGrace = 10 * time.Second
 )
@@ -118,9 +118,11 @@ type Config struct {
 	// cancelled; its attempt still starts at its due time. Negative
 	// means 0.
 	ClaimAhead  time.Duration
-	CommitBatch int           // most outcomes recorded in one store call
-	CommitWait  time.Duration // how long a commit waits for more outcomes to share it
-	Resync      time.Duration // how often the heap is checked against the store
+	CommitBatch int // most outcomes recorded in one store call
+	// CommitWait is how long a commit waits for more outcomes to share
+	// it, unless one of them leaves its task due soon (see gather).
+	CommitWait time.Duration
+	Resync     time.Duration // how often the heap is checked against the store
 
 	// ShutdownGrace is how long Run lets attempts in flight finish once its
 	// context ends; attempts still running then are cut short and their
