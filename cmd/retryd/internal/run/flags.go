@@ -34,6 +34,7 @@ type Config struct {
 	ClaimPartitions []int  // Redis partitions this instance claims from; nil means all
 	Workers         int
 	Lease           time.Duration
+	CommitWait      time.Duration // scheduler.Config.CommitWait
 	TokensFile      string
 	// MetricsListen, when set, is where /metrics (and the probes) are
 	// served, and no longer on Listen.
@@ -104,6 +105,9 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	blobFlags(fs, &c.BlobConfig)
 	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
+	fs.DurationVar(&c.CommitWait, "commit-wait", scheduler.DefaultCommitWait,
+		"how long an attempt's outcome may wait for others to share its durable write (one that makes its task due soon waits at most 250µs); "+
+			"longer writes less per attempt, but a crash loses more outcomes not yet written, whose attempts are then made again")
 	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT [s3://bucket/prefix/…]\" lines (the prefixes: where the tenant's bodyRefs may point); without it authentication is off (with it, /metrics needs --metrics-token-file or --metrics-listen)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "",
 		"serve /metrics on this address (`host:port`) instead of --listen's, with /healthz and /readyz (which stay on --listen too); "+

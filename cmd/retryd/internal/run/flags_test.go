@@ -35,14 +35,14 @@ func TestFlagsAndEnvironment(t *testing.T) {
 		}},
 		{"environment fills in", nil, map[string]string{
 			"RETRYD_LISTEN": "127.0.0.1:9", "RETRYD_STORE": "sqlite:///tmp/x.db", "RETRYD_WORKERS": "7",
-			"RETRYD_LEASE": "90s", "RETRYD_TOKENS_FILE": "/etc/tokens", "RETRYD_ALLOW_PRIVATE_TARGETS": "true",
-			"RETRYD_ALLOW_TARGET": "10.0.0.0/8, 192.168.1.7", "RETRYD_LOG_FORMAT": "json",
+			"RETRYD_LEASE": "90s", "RETRYD_COMMIT_WAIT": "2ms", "RETRYD_TOKENS_FILE": "/etc/tokens",
+			"RETRYD_ALLOW_PRIVATE_TARGETS": "true", "RETRYD_ALLOW_TARGET": "10.0.0.0/8, 192.168.1.7", "RETRYD_LOG_FORMAT": "json",
 		}, func(t *testing.T, c run.Config) {
 			want := run.Config{Listen: "127.0.0.1:9", Store: "sqlite:///tmp/x.db", Workers: 7, Lease: 90 * time.Second,
-				TokensFile: "/etc/tokens", AllowPrivate: true, LogFormat: "json",
+				CommitWait: 2 * time.Millisecond, TokensFile: "/etc/tokens", AllowPrivate: true, LogFormat: "json",
 				AllowTargets: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")}}
-			got := run.Config{Listen: c.Listen, Store: c.Store, Workers: c.Workers, Lease: c.Lease, TokensFile: c.TokensFile,
-				AllowPrivate: c.AllowPrivate, LogFormat: c.LogFormat, AllowTargets: c.AllowTargets}
+			got := run.Config{Listen: c.Listen, Store: c.Store, Workers: c.Workers, Lease: c.Lease, CommitWait: c.CommitWait,
+				TokensFile: c.TokensFile, AllowPrivate: c.AllowPrivate, LogFormat: c.LogFormat, AllowTargets: c.AllowTargets}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %+v, want %+v", got, want)
 			}
