@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ func TestCommitWaitsOnlyWhenNothingIsDueSoon(t *testing.T) {
 	done := addTask(t, st, ok.URL, "p")
 	s, stop := start(t, st, options{cfg: scheduler.Config{CommitWait: time.Hour, Lease: time.Hour}})
 
-	waitSeen(t, ok, 1)
+	ok.waitSeen(t, 1)
 	time.Sleep(200 * time.Millisecond)
 	if got := get(t, st, done.ID); got.Status != store.InFlight {
 		t.Fatalf("a task whose attempt succeeded 200ms ago is %s, want IN_FLIGHT: its outcome waits for company", got.Status)
@@ -33,7 +32,7 @@ func TestCommitWaitsOnlyWhenNothingIsDueSoon(t *testing.T) {
 
 	again := addTask(t, st, retried.URL, "p")
 	s.Wake(store.Due{ID: again.ID, At: again.NextAttemptAt, Version: again.Version})
-	waitSeen(t, retried, 2)
+	retried.waitSeen(t, 2)
 	// The 503's outcome, due again at once, was recorded without waiting,
 	// and ended the group the first task's outcome was in.
 	if got := get(t, st, done.ID); got.Status != store.Succeeded {
@@ -72,30 +71,9 @@ func TestCommitWaitEndsWithRun(t *testing.T) {
 	putPolicy(t, st, "p", fast(3))
 	task := addTask(t, st, ok.URL, "p")
 	_, stop := start(t, st, options{cfg: scheduler.Config{CommitWait: time.Hour}})
-	waitSeen(t, ok, 1)
+	ok.waitSeen(t, 1)
 	stop()
 	if got := get(t, st, task.ID); got.Status != store.Succeeded || got.AttemptNumber != 1 {
 		t.Fatalf("after Run returned, the task is %s after %d attempts, want SUCCEEDED after 1", got.Status, got.AttemptNumber)
 	}
-}
-
-// waitSeen waits until tg has had n requests.
-func waitSeen(t *testing.T, tg *target, n int) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(tg.seen()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the target saw %d requests, want %d", len(tg.seen()), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func get(t *testing.T, st store.Store, id string) *store.Task {
-	t.Helper()
-	got, err := st.TaskGet(context.Background(), tenant, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }

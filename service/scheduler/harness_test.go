@@ -65,6 +65,19 @@ func (tg *target) seen() []string {
 	return append([]string(nil), tg.keys...)
 }
 
+// waitSeen waits until tg has had n requests, failing after a generous
+// limit.
+func (tg *target) waitSeen(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(tg.seen()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the target saw %d requests, want %d", len(tg.seen()), n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func openStore(t testing.TB, path string) store.Store {
 	t.Helper()
 	if path == "" {
@@ -158,6 +171,16 @@ func waitFor(t *testing.T, st store.Store, id string, cond func(*store.Task) boo
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// get reads the task of tenant with id.
+func get(t *testing.T, st store.Store, id string) *store.Task {
+	t.Helper()
+	got, err := st.TaskGet(context.Background(), tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func terminal(t *store.Task) bool { return t.Status.Terminal() }

@@ -98,9 +98,7 @@ func TestShutdownReleasesAttemptsInFlight(t *testing.T) {
 	cfg.ShutdownGrace = 100 * time.Millisecond
 	_, stop := start(t, st, options{cfg: cfg})
 	waitFor(t, st, task.ID, func(task *store.Task) bool { return task.Status == store.InFlight })
-	for len(tg.seen()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	tg.waitSeen(t, 1)
 	stop()
 
 	got, err := st.TaskGet(context.Background(), tenant, task.ID)
@@ -123,9 +121,7 @@ func TestShutdownWaitsForAttemptsInFlight(t *testing.T) {
 	putPolicy(t, st, "p", fast(3))
 	task := addTask(t, st, tg.URL, "p")
 	_, stop := start(t, st, options{})
-	for len(tg.seen()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	tg.waitSeen(t, 1)
 	time.AfterFunc(50*time.Millisecond, func() { close(tg.block) })
 	stop()
 

@@ -232,19 +232,14 @@ func TestLeaseLostIsNoAttemptEvent(t *testing.T) {
 
 	// The attempt is at the target; another worker claims the task as if
 	// the lease had run out.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(tg.seen()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the target was never called")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	tg.waitSeen(t, 1)
 	taken, err := st.TaskClaim(context.Background(), store.ClaimParams{
 		Now: time.Now().Add(3 * time.Second), Lease: time.Hour, IDs: []string{task.ID}})
 	if err != nil || len(taken) != 1 {
 		t.Fatalf("claim over the scheduler's lease: %d tasks, %v", len(taken), err)
 	}
 	close(tg.block)
+	deadline := time.Now().Add(10 * time.Second)
 	for len(rec.all()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no lost lease recorded")
