@@ -21,62 +21,28 @@ func (s *Scheduler) commitLoop(ctx context.Context) {
 	fs := make([]store.Finish, 0, s.cfg.CommitBatch) // reused: the store keeps none of it once TaskFinish returns
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var wrote time.Duration // how long the last group's write took
 	for {
 		first, ok := <-s.commits
 		if !ok {
 			return
 		}
 		batch = append(batch[:0], first)
-		open := s.gather(&batch, timer)
+		start := time.Now()
+		open := s.gather(&batch, timer, newGroupClock(start, s.cfg.CommitWait, s.ahead.get(start), wrote))
+		began := time.Now()
 		s.record(ctx, batch, fs)
+		wrote = time.Since(began)
 		if !open {
 			return
 		}
 	}
 }
 
-// commitShare is how long a group gathers when an outcome in it leaves
-// its task due soon.
-const commitShare = 250 * time.Microsecond
-
-// gather adds waiting outcomes to batch until it is full or its time is
-// up: CommitWait after the first outcome, or commitShare when an outcome
-// leaves its task due before the claim loop would look for it once that
-// wait is over (its due time less the look-ahead): a retry must be back in
-// the heap in time to be claimed ahead and sent on time. No outcome waits
-// past half the lease's margin before its lease ends, either: recorded
-// after it, the store refuses it. So outcomes that end their tasks, and
-// retries due later, wait the longest: nothing waits for their record but
-// the task's status, and every outcome a group shares saves the store a
-// write (retryd bench, single creates, three interleaved rounds with
-// CommitWait 250 µs and 5 ms: SQLite 7,158–7,624 → 7,610–8,436 tasks/s,
-// PostgreSQL 3,829–4,541 → 5,246–5,495). It reports false when s.commits
-// was closed.
-func (s *Scheduler) gather(batch *[]finished, timer *time.Timer) (open bool) {
-	start := time.Now()
-	end := start.Add(s.cfg.CommitWait)
-	soon := end.Add(s.ahead.get(start))
-	short := start.Add(min(commitShare, s.cfg.CommitWait))
-	// shorten brings end forward to when b must be recorded, if sooner,
-	// and reports whether it did.
-	shorten := func(b finished) bool {
-		by := end
-		if b.f.Status == store.Pending && pendingAt(b.f).Before(soon) {
-			by = short
-		}
-		if lease := b.task.LeaseUntil.Add(-leaseMargin / 2); lease.Before(by) {
-			by = lease
-		}
-		if by.Before(short) {
-			by = short
-		}
-		if !by.Before(end) {
-			return false
-		}
-		end = by
-		return true
-	}
-	shorten((*batch)[0])
+// gather adds waiting outcomes to batch until it is full or the time c
+// gives it is up. It reports false when s.commits was closed.
+func (s *Scheduler) gather(batch *[]finished, timer *time.Timer, c groupClock) (open bool) {
+	end := c.by((*batch)[0])
 	timer.Reset(time.Until(end))
 	defer timer.Stop()
 	for len(*batch) < s.cfg.CommitBatch {
@@ -86,7 +52,8 @@ func (s *Scheduler) gather(batch *[]finished, timer *time.Timer) (open bool) {
 				return false
 			}
 			*batch = append(*batch, f)
-			if shorten(f) {
+			if by := c.by(f); by.Before(end) {
+				end = by
 				timer.Reset(time.Until(end))
 			}
 		case <-timer.C:
@@ -94,6 +61,64 @@ func (s *Scheduler) gather(batch *[]finished, timer *time.Timer) (open bool) {
 		}
 	}
 	return true
+}
+
+// commitShare is how long a group gathers when an outcome in it must be
+// written soon.
+const commitShare = 250 * time.Microsecond
+
+// groupClock decides when a group of outcomes is written: CommitWait after
+// its first, unless an outcome in it needs the write sooner (by), and
+// never before commitShare. Outcomes that end their tasks, and retries due
+// later, wait the longest: nothing waits for their record but the task's
+// status, and every outcome a group shares saves the store a write
+// (retryd bench, single creates, three interleaved rounds with CommitWait
+// 250 µs and 5 ms: SQLite 7,158–7,624 → 7,610–8,436 tasks/s, PostgreSQL
+// 3,829–4,541 → 5,246–5,495).
+type groupClock struct {
+	end   time.Time     // CommitWait after the group's start
+	short time.Time     // commitShare after it, or end if sooner
+	soon  time.Time     // a retry due before this needs the write at short
+	room  time.Duration // how long before its lease ends an outcome must be written
+}
+
+// newGroupClock is the clock of a group started at start, with the
+// scheduler's look-ahead ahead and its last write's duration wrote.
+//
+// A retry must be back in the heap in time to be claimed ahead and sent on
+// time: one due before the claim loop would look for it once the wait and
+// a write are over (end + wrote + ahead) is written at short.
+//
+// An outcome must be written before the claim loop reclaims its task: the
+// heap holds an IN_FLIGHT task at its lease's end, which the loop claims up
+// to ahead before, as the store allows once the lease is over; a watch of
+// another instance may also take it when it is over. So an outcome is
+// written by its lease's end less the look-ahead (at least half the
+// lease's margin) and a write.
+func newGroupClock(start time.Time, wait, ahead, wrote time.Duration) groupClock {
+	end := start.Add(wait)
+	return groupClock{
+		end:   end,
+		short: start.Add(min(commitShare, wait)),
+		soon:  end.Add(wrote + ahead),
+		room:  max(ahead, leaseMargin/2) + wrote,
+	}
+}
+
+// by returns when b needs its group written at the latest: end, short for
+// a retry due soon, or its lease's end less room; never before short.
+func (c groupClock) by(b finished) time.Time {
+	by := c.end
+	if b.f.Status == store.Pending && pendingAt(b.f).Before(c.soon) {
+		by = c.short
+	}
+	if lease := b.task.LeaseUntil.Add(-c.room); lease.Before(by) {
+		by = lease
+	}
+	if by.Before(c.short) {
+		by = c.short
+	}
+	return by
 }
 
 // record writes one group, using fs's room for the store's items, and

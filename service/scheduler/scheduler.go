@@ -119,8 +119,10 @@ type Config struct {
 	// means 0.
 	ClaimAhead  time.Duration
 	CommitBatch int // most outcomes recorded in one store call
-	// CommitWait is how long a commit waits for more outcomes to share
-	// it, unless one of them leaves its task due soon (see gather).
+	// CommitWait is how long an outcome may wait for more to share its
+	// write, unless one of them needs it sooner (see groupClock): an
+	// outcome that waits is one a crash loses (its attempt is then made
+	// again), so keep it short. Negative means no wait.
 	CommitWait time.Duration
 	Resync     time.Duration // how often the heap is checked against the store
 
@@ -199,7 +201,12 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	cfg.ClaimAhead = max(cfg.ClaimAhead, 0)
 	setDefault(&cfg.CommitBatch, DefaultCommitBatch)
-	setDefault(&cfg.CommitWait, DefaultCommitWait)
+	switch {
+	case cfg.CommitWait == 0:
+		cfg.CommitWait = DefaultCommitWait
+	case cfg.CommitWait < 0:
+		cfg.CommitWait = 0
+	}
 	setDefault(&cfg.Resync, DefaultResync)
 	setDefault(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	cfg.ClaimBatch = min(cfg.ClaimBatch, store.MaxClaimLimit)

@@ -61,6 +61,33 @@ type Config struct {
 	Getenv func(string) string
 }
 
+// commitWait is the --commit-wait flag: a duration from 0 to
+// maxCommitWait.
+type commitWait struct{ d *time.Duration }
+
+// maxCommitWait bounds --commit-wait: every outcome waiting is one a crash
+// makes retryd try again.
+const maxCommitWait = 100 * time.Millisecond
+
+func (v commitWait) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v commitWait) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return err
+	case d < 0 || d > maxCommitWait:
+		return fmt.Errorf("%v is not within 0 and %v", d, maxCommitWait)
+	}
+	*v.d = d
+	return nil
+}
+
 // prefixes is a repeatable CIDR flag.
 type prefixes struct{ p *[]netip.Prefix }
 
@@ -105,8 +132,10 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	blobFlags(fs, &c.BlobConfig)
 	fs.IntVar(&c.Workers, "workers", scheduler.DefaultWorkers, "attempts in flight at once")
 	fs.DurationVar(&c.Lease, "lease", scheduler.DefaultLease, "how long a claimed task is held before another worker may take it")
-	fs.DurationVar(&c.CommitWait, "commit-wait", scheduler.DefaultCommitWait,
-		"how long an attempt's outcome may wait for others to share its durable write (one that makes its task due soon waits at most 250µs); "+
+	c.CommitWait = scheduler.DefaultCommitWait
+	fs.Var(commitWait{&c.CommitWait}, "commit-wait",
+		"how long an attempt's outcome may wait for others to share its durable write, 0 to "+maxCommitWait.String()+
+			" (one that makes its task due soon waits at most 250µs; 0 writes each at once); "+
 			"longer writes less per attempt, but a crash loses more outcomes not yet written, whose attempts are then made again")
 	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT [s3://bucket/prefix/…]\" lines (the prefixes: where the tenant's bodyRefs may point); without it authentication is off (with it, /metrics needs --metrics-token-file or --metrics-listen)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "",

@@ -54,6 +54,14 @@ func TestFlagsAndEnvironment(t *testing.T) {
 					t.Fatalf("listen %q, allow %v; want the command line's", c.Listen, c.AllowTargets)
 				}
 			}},
+		{"commit wait defaults and may be 0", []string{"--commit-wait", "0"}, nil, func(t *testing.T, c run.Config) {
+			if c.CommitWait != 0 {
+				t.Fatalf("--commit-wait 0 gave %v", c.CommitWait)
+			}
+			if d, _ := parseArgs(t, nil, nil); d.CommitWait != 5*time.Millisecond {
+				t.Fatalf("default commit wait %v, want 5ms", d.CommitWait)
+			}
+		}},
 		{"cidr masked", []string{"--allow-target", "10.1.2.3/8"}, nil, func(t *testing.T, c run.Config) {
 			if got := c.AllowTargets[0].String(); got != "10.0.0.0/8" {
 				t.Fatalf("allow %s, want 10.0.0.0/8", got)
@@ -82,6 +90,8 @@ func TestFlagErrors(t *testing.T) {
 		{"bad cidr", []string{"--allow-target", "ten/8"}, nil},
 		{"bad cidr in environment", nil, map[string]string{"RETRYD_ALLOW_TARGET": "nope"}},
 		{"bad duration in environment", nil, map[string]string{"RETRYD_LEASE": "soon"}},
+		{"commit wait over the bound", []string{"--commit-wait", "101ms"}, nil},
+		{"negative commit wait in environment", nil, map[string]string{"RETRYD_COMMIT_WAIT": "-1ms"}},
 		{"stray argument", []string{"extra"}, nil},
 		{"unknown flag", []string{"--frobnicate"}, nil},
 	}

@@ -87,7 +87,7 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		// The metrics count attempts from the scheduler's events; at
 		// Debug, the scheduler logs each of them itself (retry.Log).
 		Store: st, Dispatcher: disp, Recorder: m, Observer: m, Logger: log,
-		Workers: c.Workers, Lease: c.Lease, CommitWait: c.CommitWait, ShutdownGrace: c.ShutdownGrace, Tracer: tp, HostLimits: hosts,
+		Workers: c.Workers, Lease: c.Lease, CommitWait: noWaitIfZero(c.CommitWait), ShutdownGrace: c.ShutdownGrace, Tracer: tp, HostLimits: hosts,
 	})
 	if err != nil {
 		return err
@@ -240,3 +240,12 @@ func loopbackOnly(addr string) bool {
 }
 
 var _ api.Waker = (*scheduler.Scheduler)(nil)
+
+// noWaitIfZero is --commit-wait as scheduler.Config.CommitWait, which
+// says "no wait" with a negative wait (its zero is the default).
+func noWaitIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
