@@ -52,6 +52,17 @@ func TestCluster(t *testing.T) {
 		tk := createIn(t, s, "acme", "p", 1, 0)[0]
 		expectWake(t, wakes, tk.ID, t0)
 	})
+	t.Run("plain URL", func(t *testing.T) {
+		// A cluster node reached as a single server (as some proxies and
+		// managed services present one): creates keep to one slot, as on
+		// a cluster client, and a store that took it for a single server
+		// finds out at its first create and creates all the same.
+		s := closeAtEnd(t, open(t, srv.url(), "retrykit-test:plain:"))
+		createIn(t, s, "acme", "p", 2, 0)
+		fooled := closeAtEnd(t, open(t, srv.url(), "retrykit-test:fooled:"))
+		redis.SetOneServer(fooled, true)
+		createIn(t, fooled, "acme", "p", 2, 0)
+	})
 	t.Run("key slots", func(t *testing.T) {
 		s := closeAtEnd(t, open(t, url, "retrykit-test:slots:"))
 		c := srv.client()

@@ -61,16 +61,19 @@
 // all belong to one partition, or for policies to one tenant
 // (<prefix>{t:<hash>}:pol:<tenant> and :polids:<tenant>), or for instances
 // to {inst}: each runs in one slot, so the store works on Redis Cluster
-// unchanged. One exception: lua/leases.lua (a beat's lease extension,
+// unchanged. Two exceptions: lua/leases.lua (a beat's lease extension,
 // ReclaimDead) reads the held hash first and only then knows which task
 // hashes to touch, so it names them from the partition's base; they are in
-// the partition's slot all the same. A claim moves due
+// the partition's slot all the same. And lua/createfast.lua, which a Store
+// runs only on a server without cluster mode, writes the three records
+// below with the tasks (see TaskCreateBatch). A claim moves due
 // IDs from the due set to the lease set and bumps each task's version in
 // one script run; the same script reclaims expired leases, logging the lost
 // attempt; the finish script is fenced on each task's version. Claims and
 // retries touch the list indexes not at all (both are LIVE).
 //
-// Three records live outside the partitions, each read and written alone:
+// Three records live outside the partitions, each read and written alone
+// (but by lua/createfast.lua):
 // <prefix>id:<id> (the task's tenant, policy and partition, which TaskGet,
 // TaskFinish and claims by ID look up and a Store caches, since they never
 // change), <prefix>idem:<tenant>…<key> (the task an idempotency key names)

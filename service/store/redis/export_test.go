@@ -100,3 +100,7 @@ func ForgetTenantCounts(ctx context.Context, s *Store) error {
 func AddTenantCount(ctx context.Context, s *Store, p int, status, tenant string, n int64) error {
 	return s.rdb.HIncrBy(ctx, s.k.tenantCounts(p), tenantCountField(status, tenant), n).Err()
 }
+
+// SetOneServer turns the one-round-trip create (createFast) on or off, as
+// if the server had cluster mode off or on.
+func SetOneServer(s *Store, on bool) { s.oneServer.Store(on) }

@@ -77,9 +77,9 @@ func WithListenBackoff(p backoff.Policy) Option { return func(c *config) { c.lis
 // the server.
 type Store struct {
 	rdb goredis.UniversalClient
-	// oneServer says rdb is not a Redis Cluster's client, so that one
-	// script may touch keys of any slot (see createFast).
-	oneServer bool
+	// oneServer says the server is not a Redis Cluster's node, so that
+	// one script may touch keys of any slot (see createFast).
+	oneServer atomic.Bool
 	k         keys
 	sc        scripts
 	parts     int
@@ -142,10 +142,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redis: open %s: %w: %w", where, store.ErrInvalid, err)
 	}
 	s := &Store{rdb: rdb, sc: newScripts(), logCap: cfg.logCap, log: cfg.logger, listen: cfg.listenBackoff}
-	_, cluster := rdb.(*goredis.ClusterClient)
-	s.oneServer = !cluster
 	s.creates = coalesce.New(coalesce.Config[*store.Task, store.CreateResult]{Run: s.createBatch, MaxRuns: createRuns})
 	err = s.checkVersion(ctx)
+	if err == nil {
+		err = s.checkCluster(ctx)
+	}
 	if err == nil {
 		err = s.setup(ctx, cfg)
 	}
@@ -206,6 +207,22 @@ func (s *Store) checkVersion(ctx context.Context) error {
 	if n, err := strconv.Atoi(major); err == nil && n < 7 {
 		return fmt.Errorf("server version %s, the store needs 7.0 or later: %w", v, store.ErrInvalid)
 	}
+	return nil
+}
+
+// checkCluster sets oneServer unless the client is a cluster's or the
+// server has cluster mode on (a node reached with a plain redis:// URL,
+// as some proxies and managed services present one), where a script may
+// touch only one slot.
+func (s *Store) checkCluster(ctx context.Context) error {
+	if _, cluster := s.rdb.(*goredis.ClusterClient); cluster {
+		return nil
+	}
+	info, err := s.rdb.Info(ctx, "cluster").Result()
+	if err != nil {
+		return err
+	}
+	s.oneServer.Store(infoField(info, "cluster_enabled") != "1")
 	return nil
 }
 
