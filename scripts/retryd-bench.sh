@@ -81,8 +81,10 @@ for s in $STORES; do
   summary "single: create p99 (ms)" 's/^  create latency p50 [^,]*, p99 ([0-9.]+[µm]?s).*/\1/p' "$s"
   # A run's CPU line follows its own first line: each is read in its run's lines only.
   summary "single: retryd CPU per task (µs)" '/^api single:/,/^api [a-z]+:/ s/^  CPU per task: retryd ([0-9]+) µs.*/\1/p' "$s"
+  summary "single: machine CPUs busy (%)" '/^api single:/,/^api [a-z]+:/ s/^  CPU per task: .*; the machine.s CPUs ([0-9]+) % busy.*/\1/p' "$s"
   summary "batch: tasks/s end to end" 's/^api batch: .*: ([0-9]+) tasks\/s end to end.*/\1/p' "$s"
   summary "batch: retryd CPU per task (µs)" '/^api batch:/,/^api [a-z]+:/ s/^  CPU per task: retryd ([0-9]+) µs.*/\1/p' "$s"
+  summary "batch: machine CPUs busy (%)" '/^api batch:/,/^api [a-z]+:/ s/^  CPU per task: .*; the machine.s CPUs ([0-9]+) % busy.*/\1/p' "$s"
   summary "steady: create p99 (ms)" 's/^api steady: .*create latency p50 [^,]*, p99 ([0-9.]+[µm]?s).*/\1/p' "$s"
   summary "retry: 2nd-attempt lag p50 (ms)" 's/.*second-attempt lag .*\)\) p50 ([0-9.]+[µm]?s).*/\1/p' "$s"
   summary "retry: 2nd-attempt lag p99 (ms)" 's/.*second-attempt lag .* p99 ([0-9.]+[µm]?s), max.*/\1/p' "$s"

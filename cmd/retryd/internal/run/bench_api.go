@@ -77,6 +77,7 @@ type apiRun struct {
 	start, createsDone, done time.Time
 	retrydCPU                time.Duration // -1 when unknown
 	benchCost                string
+	machineBusy              string // machineUse.since over the run
 	verdict                  verdict
 }
 
@@ -153,7 +154,7 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 	runCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	cpu0, cpuOK := r.proc.cpu()
-	use := startUsage()
+	use, machine := startUsage(), startMachineUse()
 	r.start = time.Now()
 	derr := drive(runCtx, r)
 	r.createsDone = time.Now()
@@ -164,6 +165,7 @@ func apiRunOne(ctx context.Context, c benchConfig, bs *benchStore, out io.Writer
 		r.retrydCPU = cpu1 - cpu0
 	}
 	r.benchCost = use.cost(int64(r.n))
+	r.machineBusy = machine.since()
 	r.verdict = r.check(ctx)
 	if derr == nil && werr != nil {
 		derr = fmt.Errorf("waiting for every task to succeed: %w", werr)
@@ -241,7 +243,8 @@ func (r *apiRun) acked() int {
 	return n
 }
 
-// costLine is the CPU time each task cost retryd and the bench.
+// costLine is the CPU time each task cost retryd and the bench, and how
+// busy the machine's CPUs were (store servers and all).
 func (r *apiRun) costLine() string {
 	wall := r.done.Sub(r.start)
 	s := "CPU per task: retryd "
@@ -250,7 +253,7 @@ func (r *apiRun) costLine() string {
 	} else {
 		s += fmt.Sprintf("%.0f µs (%.2f cores)", float64(r.retrydCPU.Microseconds())/float64(r.n), r.retrydCPU.Seconds()/wall.Seconds())
 	}
-	return s + ", bench (clients and target) " + r.benchCost
+	return s + ", bench (clients and target) " + r.benchCost + r.machineBusy
 }
 
 // errSample keeps the first few error messages of a run and counts all.

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -62,4 +63,55 @@ func loadAverage() string {
 	}
 	one, _, _ := strings.Cut(string(b), " ")
 	return ", load average " + one
+}
+
+// machineTicks is the machine's CPU time, all CPUs together, from the
+// first line of /proc/stat: the ticks spent busy (everything but idle and
+// I/O wait) and in all; ok is false where there is no /proc.
+func machineTicks() (busy, all uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	// cpu user nice system idle iowait irq softirq steal (guest time is
+	// counted in user already).
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		all += n
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return busy, all, true
+}
+
+// machineUse is a reading of machineTicks, to tell how busy the machine
+// was from then on: a run whose CPUs sat partly idle was bound by latency,
+// not by them.
+type machineUse struct {
+	busy, all uint64
+	ok        bool
+}
+
+func startMachineUse() machineUse {
+	busy, all, ok := machineTicks()
+	return machineUse{busy, all, ok}
+}
+
+// since is the share of the machine's CPU time since m that was busy, as
+// "; the machine's CPUs 68 % busy", or "" where there is no /proc.
+func (m machineUse) since() string {
+	busy, all, ok := machineTicks()
+	if !ok || !m.ok || all <= m.all {
+		return ""
+	}
+	return fmt.Sprintf("; the machine's CPUs %.0f %% busy", 100*float64(busy-m.busy)/float64(all-m.all))
 }
