@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // asynqSystem is asynq on a queue of its own.
@@ -16,6 +17,7 @@ type asynqSystem struct {
 	client  *asynq.Client
 	server  *asynq.Server
 	inspect *asynq.Inspector
+	opt     asynq.RedisClientOpt
 	queue   string
 }
 
@@ -24,7 +26,7 @@ func newAsynq(_ context.Context, c config, base string) (*asynqSystem, error) {
 	_, _ = rand.Read(b[:])
 	queue := "queues-asynq-" + hex.EncodeToString(b[:])
 	opt := asynq.RedisClientOpt{Addr: c.redis}
-	s := &asynqSystem{client: asynq.NewClient(opt), inspect: asynq.NewInspector(opt), queue: queue}
+	s := &asynqSystem{client: asynq.NewClient(opt), inspect: asynq.NewInspector(opt), opt: opt, queue: queue}
 	s.server = asynq.NewServer(opt, asynq.Config{
 		Concurrency:              c.workers,
 		Queues:                   map[string]int{queue: 1},
@@ -63,9 +65,19 @@ func (s *asynqSystem) done(context.Context) (int, error) {
 	return q.Processed - q.Failed, nil
 }
 
+// close stops asynq and removes its queue, with the processed and failed
+// counts DeleteQueue leaves behind (all of the queue's keys share its tag).
 func (s *asynqSystem) close() {
 	s.server.Shutdown()
 	_ = s.inspect.DeleteQueue(s.queue, true)
 	s.inspect.Close()
 	s.client.Close()
+	if rdb, ok := s.opt.MakeRedisClient().(goredis.UniversalClient); ok {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, "asynq:{"+s.queue+"}:*", 100).Iterator()
+		for iter.Next(ctx) {
+			_ = rdb.Del(ctx, iter.Val()).Err()
+		}
+		rdb.Close()
+	}
 }
