@@ -43,11 +43,7 @@ func (s *Scheduler) Reserve(n int) (lease time.Duration, got int) {
 // Start runs the first attempt of t, which the store created claimed, on a
 // worker Reserve took.
 func (s *Scheduler) Start(t *store.Task) {
-	s.mu.Lock()
-	s.heap.set(store.Due{ID: t.ID, At: t.LeaseUntil, Version: t.Version})
-	s.mu.Unlock()
-	s.workers.Add(1)
-	s.work <- t // never waits: it holds as many tasks as there are workers
+	s.startLeased([]*store.Task{t})
 	s.claims.Done()
 }
 

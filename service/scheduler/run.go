@@ -211,20 +211,32 @@ func (s *Scheduler) claim(ctx context.Context, now time.Time, due []dueTask) {
 		s.mu.Unlock()
 		return
 	}
+	if omit {
+		for _, t := range tasks {
+			if t.TargetURL == "" {
+				withRequest(t, kept[t.ID])
+			}
+		}
+	}
+	s.startLeased(tasks)
+	if s.tracer != nil && len(tasks) > 0 {
+		s.storeSpan("store.TaskClaim", began, ended, len(tasks), nil)
+	}
+}
+
+// startLeased starts the attempts of tasks the store leased to this
+// instance, on workers already taken for them (a claim's or Reserve's):
+// each is filed in the heap at its lease's end first, so that one whose
+// outcome is never recorded is claimed again then.
+func (s *Scheduler) startLeased(tasks []*store.Task) {
 	s.mu.Lock()
 	for _, t := range tasks {
 		s.heap.set(store.Due{ID: t.ID, At: t.LeaseUntil, Version: t.Version})
 	}
 	s.mu.Unlock()
 	for _, t := range tasks {
-		if omit && t.TargetURL == "" {
-			withRequest(t, kept[t.ID])
-		}
 		s.workers.Add(1)
 		s.work <- t // never waits: it holds as many tasks as there are workers
-	}
-	if s.tracer != nil && len(tasks) > 0 {
-		s.storeSpan("store.TaskClaim", began, ended, len(tasks), nil)
 	}
 }
 

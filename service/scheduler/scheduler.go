@@ -196,17 +196,9 @@ func New(cfg Config) (*Scheduler, error) {
 	setDefault(&cfg.Workers, DefaultWorkers)
 	setDefault(&cfg.Lease, DefaultLease)
 	setDefault(&cfg.ClaimBatch, DefaultClaimBatch)
-	if cfg.ClaimAhead == 0 {
-		cfg.ClaimAhead = DefaultClaimAhead
-	}
-	cfg.ClaimAhead = max(cfg.ClaimAhead, 0)
+	defaultOrNone(&cfg.ClaimAhead, DefaultClaimAhead)
 	setDefault(&cfg.CommitBatch, DefaultCommitBatch)
-	switch {
-	case cfg.CommitWait == 0:
-		cfg.CommitWait = DefaultCommitWait
-	case cfg.CommitWait < 0:
-		cfg.CommitWait = 0
-	}
+	defaultOrNone(&cfg.CommitWait, DefaultCommitWait)
 	setDefault(&cfg.Resync, DefaultResync)
 	setDefault(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	cfg.ClaimBatch = min(cfg.ClaimBatch, store.MaxClaimLimit)
@@ -248,6 +240,15 @@ func setDefault[T int | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}
+}
+
+// defaultOrNone sets a duration whose zero means def and whose negative
+// means none (0).
+func defaultOrNone(v *time.Duration, def time.Duration) {
+	if *v == 0 {
+		*v = def
+	}
+	*v = max(*v, 0)
 }
 
 // Wake tells the scheduler that task d.ID is due at d.At (the zero time

@@ -180,10 +180,10 @@ func payloadRow(seq int64, t *store.Task, headers string) []any {
 	return []any{seq, t.TargetURL, t.Method, headers, body, t.BodyBinary, t.BodyRef, t.BodySize}
 }
 
-// create inserts t, returning nil (setResult answers and counts it), or the
-// task its idempotency key already names, or ErrConflict. The insert is tried first, since a new key is the
-// common case: a taken key or ID makes it insert nothing, and only then is
-// the stored task looked up.
+// create inserts t, returning nil (setResult answers and counts it), or
+// the task its idempotency key already names, or ErrConflict. The insert
+// is tried first, since a new key is the common case: a taken key or ID
+// makes it insert nothing, and only then is the stored task looked up.
 func (w *wtx) create(t *store.Task, headers string) (*store.Task, error) {
 	var seq int64
 	err := w.queryRow(taskInsertSQL+createRow+` ON CONFLICT DO NOTHING RETURNING seq`, taskRow(t)...).Scan(&seq)
