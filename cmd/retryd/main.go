@@ -52,6 +52,12 @@
 // Several instances may share a PostgreSQL or Redis store; docs/SCALING.md
 // says how, and what the store must guarantee.
 //
+// retryd lets its heap grow 32 MiB past what the last garbage collection
+// left live before it collects again (Go's GOGC=100 once the live heap is
+// larger than that): it keeps little live, and collecting each time a few
+// MiB doubles took a tenth of its CPU. GOGC, when set, stands instead;
+// GOMEMLIMIT works as usual.
+//
 // Every attempt carries a W3C traceparent in its task's trace (the trace
 // of the request that created it, or one of the task's own). Spans are
 // exported over OTLP only when the standard variables ask for it:
