@@ -17,7 +17,7 @@
 //	--prefix                RETRYD_PREFIX                 redis: key prefix (retryd:)
 //	--partitions            RETRYD_PARTITIONS             redis: partitions, fixed by the first instance (16)
 //	--claim-partitions      RETRYD_CLAIM_PARTITIONS       redis: partitions this instance claims from, like 0-7,12 (all)
-//	--workers               RETRYD_WORKERS                attempts in flight at once (256)
+//	--workers               RETRYD_WORKERS                attempts in flight at once (512)
 //	--lease                 RETRYD_LEASE                  claim lease (1m); must exceed --attempt-timeout by 1s
 //	--tokens-file           RETRYD_TOKENS_FILE            "TOKEN TENANT" lines; none means auth off
 //	--metrics-token-file    RETRYD_METRICS_TOKEN_FILE     bearer tokens (one a line) that read /metrics; not tenants'
