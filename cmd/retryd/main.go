@@ -52,11 +52,11 @@
 // Several instances may share a PostgreSQL or Redis store; docs/SCALING.md
 // says how, and what the store must guarantee.
 //
-// retryd lets its heap grow 32 MiB past what the last garbage collection
-// left live before it collects again (Go's GOGC=100 once the live heap is
-// larger than that): it keeps little live, and collecting each time a few
-// MiB doubles took a tenth of its CPU. GOGC, when set, stands instead;
-// GOMEMLIMIT works as usual.
+// retryd lets its heap grow about 32 MiB past what the last garbage
+// collection found live before it collects again (Go's GOGC=100 once the
+// live heap is larger than that): it keeps little live, and collecting
+// each time a few MiB doubled took a tenth of its CPU. GOGC, when set,
+// stands instead; GOMEMLIMIT works as usual.
 //
 // Every attempt carries a W3C traceparent in its task's trace (the trace
 // of the request that created it, or one of the task's own). Spans are
@@ -73,5 +73,11 @@ import (
 )
 
 func main() {
+	// Only a serving retryd: retryd bench's own process (its clients and
+	// target, and the loop it runs in process) keeps Go's default, as the
+	// processes of the peers it is compared with do.
+	if args := os.Args[1:]; len(args) == 0 || (args[0] != "bench" && args[0] != "migrate") {
+		keepGCHeadroom() // for the life of the process
+	}
 	os.Exit(run.Main(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }

@@ -49,7 +49,6 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("tracing: the OpenTelemetry SDK failed", "error", err)
 	}))
-	defer keepGCHeadroom(getenv)()
 	if err := Serve(ctx, c, log, nil); err != nil {
 		log.Error("retryd: " + err.Error())
 		if errors.As(err, new(usageError)) {
