@@ -83,12 +83,13 @@ func (s *Store) writeLoop() {
 			return
 		}
 		s.fill(&batch)
-		if wait := g.linger(len(batch)); wait > 0 {
-			s.await(&batch, wait)
+		short := false
+		if wait, want := g.linger(batch); wait > 0 {
+			short = s.await(&batch, wait, want)
 		}
 		began := time.Now()
 		s.runBatch(batch)
-		g.committed(began, len(batch))
+		g.committed(began, batch, short)
 	}
 }
 

@@ -1,0 +1,61 @@
+package sqlite
+
+import (
+	"testing"
+	"time"
+)
+
+func ops(n int) []*writeOp { return make([]*writeOp, n) }
+
+// TestLingerWaitsForTheCallersThereAre: the writer waits for as many
+// operations as recent transactions held, not for lingerOps whatever the
+// callers: 4 callers that each wait for their answer get a wait for 4.
+func TestLingerWaitsForTheCallersThereAre(t *testing.T) {
+	busy := func(g *gather) { g.end, g.took = time.Now(), time.Hour } // the last commit just ended
+
+	var g gather
+	busy(&g)
+	if wait, _ := g.linger(ops(1)); wait != 0 {
+		t.Errorf("no transaction yet: linger = %v, want none", wait)
+	}
+
+	g.committed(time.Now(), ops(4), false)
+	busy(&g)
+	wait, want := g.linger(ops(1))
+	if wait != lingerMax || want != 4 {
+		t.Errorf("after a transaction of 4: linger = %v for %d, want %v for 4", wait, want, lingerMax)
+	}
+	if wait, _ := g.linger(ops(4)); wait != 0 {
+		t.Errorf("4 already queued: linger = %v, want none", wait)
+	}
+
+	// A wait that ran out lowers what the next waits for, one at a time,
+	// down to no wait at all: a caller writing alone never waits.
+	g.committed(time.Now(), ops(3), true)
+	busy(&g)
+	if _, want := g.linger(ops(1)); want != 3 {
+		t.Errorf("after a short wait: waits for %d, want 3", want)
+	}
+	g.committed(time.Now(), ops(2), true)
+	g.committed(time.Now(), ops(1), true)
+	busy(&g)
+	if wait, _ := g.linger(ops(1)); wait != 0 {
+		t.Errorf("after waits in vain down to one caller: linger = %v, want none", wait)
+	}
+
+	// A transaction that did not wait, or got what it waited for, keeps
+	// the peak; a larger one raises it, up to lingerOps.
+	g.committed(time.Now(), ops(20), false)
+	g.committed(time.Now(), ops(2), false)
+	busy(&g)
+	if _, want := g.linger(ops(1)); want != lingerOps {
+		t.Errorf("after a transaction of 20: waits for %d, want %d", want, lingerOps)
+	}
+
+	// An idle writer (its last commit ended longer ago than it took)
+	// never waits.
+	g.end, g.took = time.Now().Add(-time.Second), time.Millisecond
+	if wait, _ := g.linger(ops(1)); wait != 0 {
+		t.Errorf("idle writer: linger = %v, want none", wait)
+	}
+}
