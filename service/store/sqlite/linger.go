@@ -55,13 +55,16 @@ type gather struct {
 	end  time.Time     // when the last transaction committed
 	took time.Duration // how long it took
 	// peak is how many operations the writer waits for: the most a
-	// recent transaction held, one less after each wait that ran out.
+	// recent transaction held, one less after each wait that ran out,
+	// and what came to the writer idle.
 	peak int
 }
 
-// committed notes a transaction of batch that began at began; short
-// reports that the writer waited for more operations in vain.
-func (g *gather) committed(began time.Time, batch []*writeOp, short bool) {
+// committed notes a transaction of batch that began at began; waited
+// reports that the writer lingered before it, short that it did in vain.
+// A batch taken without lingering, smaller than the peak, came to an idle
+// writer: the callers are fewer now, and the peak is what came.
+func (g *gather) committed(began time.Time, batch []*writeOp, waited, short bool) {
 	g.end = time.Now()
 	g.took = g.end.Sub(began)
 	switch {
@@ -69,6 +72,8 @@ func (g *gather) committed(began time.Time, batch []*writeOp, short bool) {
 		g.peak = len(batch)
 	case short:
 		g.peak--
+	case !waited:
+		g.peak = len(batch)
 	}
 }
 

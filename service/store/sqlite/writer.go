@@ -83,13 +83,11 @@ func (s *Store) writeLoop() {
 			return
 		}
 		s.fill(&batch)
-		short := false
-		if wait, want := g.linger(batch); wait > 0 {
-			short = s.await(&batch, wait, want)
-		}
+		wait, want := g.linger(batch)
+		short := wait > 0 && s.await(&batch, wait, want)
 		began := time.Now()
 		s.runBatch(batch)
-		g.committed(began, batch, short)
+		g.committed(began, batch, wait > 0, short)
 	}
 }
 
