@@ -62,8 +62,9 @@ type gather struct {
 
 // committed notes a transaction of batch that began at began; waited
 // reports that the writer lingered before it, short that it did in vain.
-// A batch taken without lingering, smaller than the peak, came to an idle
-// writer: the callers are fewer now, and the peak is what came.
+// A batch taken without lingering and smaller than the peak came to an
+// idle writer (or already held all the writer waits for): the callers are
+// fewer now, and the peak is what came.
 func (g *gather) committed(began time.Time, batch []*writeOp, waited, short bool) {
 	g.end = time.Now()
 	g.took = g.end.Sub(began)
