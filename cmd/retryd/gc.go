@@ -35,10 +35,6 @@ func gcPercent(scanned uint64) int {
 	return int(min(max(gcHeadroom*100/scanned, 100), maxGCPercent))
 }
 
-// gcScanned names the runtime/metrics samples gcPercent's argument is the
-// sum of.
-var gcScanned = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
-
 // keepGCHeadroom sets the collector's percent after every collection from
 // what that collection found (see gcHeadroom), unless the environment sets
 // GOGC, which then stands as given; GOMEMLIMIT works as usual. It is for
@@ -48,10 +44,8 @@ func keepGCHeadroom() (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return func() {}
 	}
-	samples := make([]metrics.Sample, len(gcScanned))
-	for i, name := range gcScanned {
-		samples[i].Name = name
-	}
+	// What gcPercent's argument is the sum of.
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	var mu sync.Mutex // stop and a cleanup's setting do not interleave
 	stopped, set := false, -1
 	adjust := func() {

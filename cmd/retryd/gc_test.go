@@ -59,8 +59,8 @@ func is100(p uint64) bool    { return p == 100 }
 func noGOGC(t *testing.T) {
 	t.Setenv("GOGC", "") // puts back what was there after the test
 	os.Unsetenv("GOGC")
-	t.Cleanup(func() { debug.SetGCPercent(debug.SetGCPercent(100)) })
-	debug.SetGCPercent(100)
+	was := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(was) })
 }
 
 // TestKeepGCHeadroom follows the live heap across collections: a small
