@@ -76,7 +76,7 @@ func main() {
 	// Only a serving retryd: retryd bench's own process (its clients and
 	// target, and the loop it runs in process) keeps Go's default, as the
 	// processes of the peers it is compared with do.
-	if args := os.Args[1:]; len(args) == 0 || (args[0] != "bench" && args[0] != "migrate") {
+	if run.Command(os.Args[1:]) == "serve" {
 		keepGCHeadroom() // for the life of the process
 	}
 	os.Exit(run.Main(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))

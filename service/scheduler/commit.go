@@ -63,13 +63,9 @@ func (s *Scheduler) gather(batch *[]finished, timer *time.Timer, c groupClock) (
 	return true
 }
 
-// commitShare is how long a group gathers when an outcome in it must be
-// written soon.
-const commitShare = 250 * time.Microsecond
-
 // groupClock decides when a group of outcomes is written: CommitWait after
 // its first, unless an outcome in it needs the write sooner (by), and
-// never before commitShare. Outcomes that end their tasks, and retries due
+// never before SoonCommitWait. Outcomes that end their tasks, and retries due
 // later, wait the longest: nothing waits for their record but the task's
 // status, and every outcome a group shares saves the store a write
 // (retryd bench, single creates, three interleaved rounds with CommitWait
@@ -77,7 +73,7 @@ const commitShare = 250 * time.Microsecond
 // 3,829–4,541 → 5,246–5,495).
 type groupClock struct {
 	end   time.Time     // CommitWait after the group's start
-	short time.Time     // commitShare after it, or end if sooner
+	short time.Time     // SoonCommitWait after it, or end if sooner
 	soon  time.Time     // a retry due before this needs the write at short
 	room  time.Duration // how long before its lease ends an outcome must be written
 }
@@ -99,7 +95,7 @@ func newGroupClock(start time.Time, wait, ahead, wrote time.Duration) groupClock
 	end := start.Add(wait)
 	return groupClock{
 		end:   end,
-		short: start.Add(min(commitShare, wait)),
+		short: start.Add(min(SoonCommitWait, wait)),
 		soon:  end.Add(wrote + ahead),
 		room:  max(ahead, leaseMargin/2) + wrote,
 	}

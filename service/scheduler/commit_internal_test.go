@@ -21,7 +21,7 @@ func TestGroupClock(t *testing.T) {
 	// A look-ahead of 800ms: written 801ms before the lease's end.
 	farAhead := newGroupClock(t0, 5*ms, 800*ms, ms)
 	noWait := newGroupClock(t0, 0, 50*ms, ms)
-	short := t0.Add(commitShare)
+	short := t0.Add(SoonCommitWait)
 
 	succeeded := func(lease time.Time) finished {
 		return finished{f: store.Finish{Status: store.Succeeded, Now: t0}, task: &store.Task{LeaseUntil: lease}}
@@ -42,7 +42,7 @@ func TestGroupClock(t *testing.T) {
 		{"a retry due at once is quick", normal, retried(time.Time{}), short},
 		{"a lease ending soon brings the write forward", normal, succeeded(t0.Add(503 * ms)), t0.Add(2 * ms)},
 		{"by as much as the look-ahead when it is longer", farAhead, succeeded(t0.Add(804 * ms)), t0.Add(3 * ms)},
-		{"but never before commitShare", normal, succeeded(t0.Add(100 * ms)), short},
+		{"but never before SoonCommitWait", normal, succeeded(t0.Add(100 * ms)), short},
 		{"a task without a lease is quick", normal, succeeded(time.Time{}), short},
 		{"no wait", noWait, succeeded(t0.Add(time.Hour)), t0},
 	}

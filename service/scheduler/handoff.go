@@ -6,8 +6,8 @@ import (
 	"github.com/retrykit/retry/service/store"
 )
 
-// handoff lets the API give the scheduler a task it is creating, already
-// claimed: the store creates it leased to this instance (see
+// The hand-off lets the API give the scheduler a task it is creating,
+// already claimed: the store creates it leased to this instance (see
 // store.Task.ClaimAtCreate), and its first attempt starts without a claim
 // of its own. On PostgreSQL that claim was a statement and a commit per
 // few tasks, a fifth of the work behind each created task (retryd bench,
@@ -17,9 +17,6 @@ import (
 //
 // A hand-off holds a worker from Reserve to Start or Release, as a claim
 // in flight does, so Run waits for it before closing the workers' queue.
-type handoff struct {
-	open bool // between Run's start and the end of its claim loop; under Scheduler.mu
-}
 
 // Reserve takes up to n free workers for tasks about to be created claimed,
 // and returns how many it took and the lease to create them with, counted
@@ -28,7 +25,7 @@ type handoff struct {
 func (s *Scheduler) Reserve(n int) (lease time.Duration, got int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.hand.open {
+	if !s.handoffOpen {
 		return 0, 0
 	}
 	got = min(n, s.cfg.Workers-int(s.busy.Load()))
@@ -78,6 +75,6 @@ func (s *Scheduler) Forgo(ts []*store.Task) {
 // closeHandoff ends Reserve's hand-outs, so that Run can wait for the last.
 func (s *Scheduler) closeHandoff() {
 	s.mu.Lock()
-	s.hand.open = false
+	s.handoffOpen = false
 	s.mu.Unlock()
 }

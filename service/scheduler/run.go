@@ -69,7 +69,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer pool.Wait()
 
 	s.mu.Lock()
-	s.hand.open = true
+	s.handoffOpen = true
 	s.mu.Unlock()
 	s.claimLoop(loopCtx)
 

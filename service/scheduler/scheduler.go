@@ -48,6 +48,11 @@ const (
 	DefaultShutdownGrace = 10 * time.Second
 )
 
+// SoonCommitWait is how long an outcome that makes its task due soon may
+// wait for others to share its write, whatever Config.CommitWait says (at
+// most that): its retry must be back in the heap in time to be sent.
+const SoonCommitWait = 250 * time.Microsecond
+
 // leaseMargin is how much longer than one attempt a lease must last, so
 // that a worker has time to record the outcome before the task is
 // reclaimed.
@@ -172,16 +177,16 @@ type Scheduler struct {
 	horizon    store.SendHorizon // the store's, when it has one
 	held       HeldRecorder      // rec, when it is one
 
-	mu    sync.Mutex
-	heap  *dueHeap
-	ahead lookahead
+	mu          sync.Mutex
+	heap        *dueHeap
+	ahead       lookahead
+	handoffOpen bool // Reserve hands out workers: between Run's start and the end of its claim loop; under mu
 
-	wakeC    chan struct{}  // the heap's earliest entry may have moved earlier
-	freeC    chan struct{}  // a worker became free
-	busy     atomic.Int64   // workers taken: attempts in flight and claims reserving them
-	claiming atomic.Int32   // claims in flight
-	claims   sync.WaitGroup // claims and hand-offs in flight
-	hand     handoff
+	wakeC    chan struct{}    // the heap's earliest entry may have moved earlier
+	freeC    chan struct{}    // a worker became free
+	busy     atomic.Int64     // workers taken: attempts in flight and claims reserving them
+	claiming atomic.Int32     // claims in flight
+	claims   sync.WaitGroup   // claims and hand-offs in flight
 	workers  sync.WaitGroup   // attempts in flight
 	work     chan *store.Task // claimed tasks for the workers; as many slots as workers
 	commits  chan finished

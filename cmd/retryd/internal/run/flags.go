@@ -135,7 +135,7 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	c.CommitWait = scheduler.DefaultCommitWait
 	fs.Var(commitWait{&c.CommitWait}, "commit-wait",
 		"how long an attempt's outcome may wait for others to share its durable write, 0 to "+maxCommitWait.String()+
-			" (one that makes its task due soon waits at most 250µs; 0 writes each at once); "+
+			" (one that makes its task due soon waits at most "+scheduler.SoonCommitWait.String()+"; 0 writes each at once); "+
 			"longer writes less per attempt, but a crash loses more outcomes not yet written, whose attempts are then made again")
 	fs.StringVar(&c.TokensFile, "tokens-file", "", "file of \"TOKEN TENANT [s3://bucket/prefix/…]\" lines (the prefixes: where the tenant's bodyRefs may point); without it authentication is off (with it, /metrics needs --metrics-token-file or --metrics-listen)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "",

@@ -13,6 +13,15 @@ import (
 	"go.opentelemetry.io/otel"
 )
 
+// Command names the subcommand Main runs for args: "bench", "migrate",
+// or "serve", which is also what no subcommand (flags alone) means.
+func Command(args []string) string {
+	if len(args) > 0 && (args[0] == "bench" || args[0] == "migrate") {
+		return args[0]
+	}
+	return "serve"
+}
+
 // Main runs retryd with args (without the program name) and returns the
 // exit code: 0, 1 for a failure, 2 for bad usage. getenv supplies the
 // RETRYD_* fallbacks; logs and reports go to stdout, usage and startup
@@ -20,14 +29,15 @@ import (
 func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if len(args) > 0 && args[0] == "bench" {
-		return exitCode(Bench(ctx, args[1:], getenv, stdout, stderr), stderr)
-	}
-	if len(args) > 0 && args[0] == "migrate" {
-		return exitCode(Migrate(ctx, args[1:], getenv, stdout, stderr), stderr)
-	}
-	if len(args) > 0 && args[0] == "serve" {
+	cmd := Command(args)
+	if len(args) > 0 && args[0] == cmd {
 		args = args[1:]
+	}
+	switch cmd {
+	case "bench":
+		return exitCode(Bench(ctx, args, getenv, stdout, stderr), stderr)
+	case "migrate":
+		return exitCode(Migrate(ctx, args, getenv, stdout, stderr), stderr)
 	}
 	var c Config
 	fs := newFlagSet("retryd", &c, stderr)
