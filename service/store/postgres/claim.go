@@ -11,20 +11,17 @@ import (
 	"github.com/retrykit/retry/service/store"
 )
 
-// claimSQL leases up to $2 due tasks in one statement; DUE is the condition
-// that picks candidates. $1 is Now, $3 the lease's end, $4 the message of a
-// lost attempt, $5 the instance the leases name (NULL for none).
+// claimSQL leases up to $2 due tasks in one statement; DUE is the query
+// that picks and locks the candidates (see claimDueSQL and claimIDsSQL).
+// $1 is Now, $3 the lease's end, $4 the message of a lost attempt, $5 the
+// instance the leases name (NULL for none).
 //
-// due takes the candidates earliest first straight off the retry_runs_wake
-// index, locking each and skipping any another transaction holds, so
-// concurrent claims neither wait for nor repeat each other. The columns it
-// returns are those of the row as locked (a row changed since the
-// statement began is re-checked and read anew), which is why the lost
-// attempts of expired leases are logged from due, not from a second read
-// of retry_runs.
+// The columns due returns are those of the row as locked (a row changed
+// since the statement began is re-checked and read anew), which is why the
+// lost attempts of expired leases are logged from due, not from a second
+// read of retry_runs.
 const claimSQL = `WITH due AS (
-	SELECT task_seq, status, wake_at, attempt_number, claimed_at, lease_until FROM retry_runs
-	WHERE DUE ORDER BY wake_at, task_seq LIMIT $2 FOR UPDATE SKIP LOCKED
+	DUE
 ), lost AS (
 	INSERT INTO retry_attempts (task_seq, attempt_number, response_status, started_at, duration_ns, error_message,
 		response_body)
@@ -42,9 +39,24 @@ const claimSQL = `WITH due AS (
 SELECT r.was, ` + taskCols + ` FROM r JOIN retry_tasks t ON t.seq = r.task_seq ORDER BY r.due_at, r.task_seq`
 
 var (
-	claimDueSQL = strings.Replace(claimSQL, "DUE", `wake_at <= $1`, 1)
-	claimIDsSQL = strings.Replace(claimSQL, "DUE",
-		`wake_at <= $1 AND task_seq IN (SELECT seq FROM retry_tasks WHERE id = ANY($6))`, 1)
+	// claimDueSQL takes the candidates earliest first straight off the
+	// retry_runs_wake index, locking each and skipping any another
+	// transaction holds, so concurrent claims neither wait for nor repeat
+	// each other.
+	claimDueSQL = strings.Replace(claimSQL, "DUE", `SELECT task_seq, status, wake_at, attempt_number, claimed_at, lease_until FROM retry_runs
+	WHERE wake_at <= $1 ORDER BY wake_at, task_seq LIMIT $2 FOR UPDATE SKIP LOCKED`, 1)
+
+	// claimIDsSQL looks up each of the IDs $6 by itself (a LATERAL query
+	// with a lock is planned once per ID, through the unique indexes), and
+	// locks it if it is due. Planned as one join, the generic plan read
+	// every entry of retry_runs_wake up to Now, a backlog's and the dead
+	// ones of rows updated since the last vacuum, which a bitmap scan never
+	// marks dead: thousands of rows a claim, for a claim of one task.
+	claimIDsSQL = strings.Replace(claimSQL, "DUE", `SELECT c.* FROM (SELECT DISTINCT unnest($6::text[])) AS v(id)
+	CROSS JOIN LATERAL (SELECT r.task_seq, r.status, r.wake_at, r.attempt_number, r.claimed_at, r.lease_until
+		FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
+		WHERE t.id = v.id AND r.wake_at <= $1 FOR UPDATE OF r SKIP LOCKED) c
+	ORDER BY c.wake_at, c.task_seq LIMIT $2`, 1)
 )
 
 // TaskClaim leases due tasks; see store.Store. It is one statement

@@ -140,3 +140,69 @@ func workThrough(t *testing.T, s *postgres.Store, prefix string, batches, size i
 		}
 	}
 }
+
+// A claim by IDs reads the tasks it names, not the due index: with a
+// backlog of 2,000 due tasks, claims of one ID each read no entry of
+// retry_runs_wake. (The claim as one join kept the generic plan made while
+// the table was small, which read every entry up to Now at each claim, the
+// backlog's and those of rows updated since the last vacuum: thousands for
+// one task.)
+func TestClaimByIDsDoesNotScanTheDueIndex(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	s := open(t, schema)
+	ctx := context.Background()
+	const backlog, claims = 2000, 20
+	claimEach := func(prefix string, n int, due time.Time) {
+		t.Helper()
+		in := make([]*store.Task, n)
+		for i := range in {
+			in[i] = newTask(fmt.Sprintf("%s-%d", prefix, i), due)
+		}
+		res, err := s.TaskCreateBatch(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res[:claims] {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			got, err := s.TaskClaim(ctx, store.ClaimParams{Now: due, Lease: time.Minute, IDs: []string{r.Task.ID}})
+			if err != nil || len(got) != 1 || got[0].ID != r.Task.ID {
+				t.Fatalf("%s claim %d: TaskClaim = %v, %v; want task %s", prefix, i, got, err, r.Task.ID)
+			}
+		}
+	}
+	// More than five claims on each of the pool's connections while the
+	// table is small, so that each plans the claim then and keeps it.
+	claimEach("small", claims, t0)
+	claimEach("backlog", backlog, t0.Add(time.Second))
+	s.Close() // its connections end, and PostgreSQL counts what they did
+
+	conn := pgtest.Admin(t)
+	defer conn.Close(ctx)
+	var read int64
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		// The claims by ID must have run for a count to mean anything:
+		// their lookups by ID show in retry_tasks_id.
+		var byID int64
+		if err := conn.QueryRow(ctx, `SELECT
+				coalesce(sum(idx_tup_read) FILTER (WHERE indexrelname = 'retry_runs_wake'), 0)::bigint,
+				coalesce(sum(idx_scan) FILTER (WHERE indexrelname = 'retry_tasks_id'), 0)::bigint
+			FROM pg_stat_user_indexes WHERE schemaname = $1`, schema).Scan(&read, &byID); err != nil {
+			t.Fatal(err)
+		}
+		if byID >= 2*claims || time.Now().After(deadline) {
+			if byID < 2*claims {
+				t.Fatalf("retry_tasks_id was looked up %d times, want at least %d (one a claim)", byID, 2*claims)
+			}
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	}
+	if read >= backlog {
+		t.Fatalf("%d claims of one task each read %d entries of retry_runs_wake (a backlog of %d due)", 2*claims, read, backlog)
+	}
+}
