@@ -23,7 +23,6 @@ func TestStatementsDoNotScanTasksAsTheTableGrows(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
 	s := open(t, schema)
-	ctx := context.Background()
 
 	// Small table: each statement runs more than five times on the pool's
 	// connections, so PostgreSQL settles on a generic plan.
@@ -32,23 +31,10 @@ func TestStatementsDoNotScanTasksAsTheTableGrows(t *testing.T) {
 	workThrough(t, s, "after", 20, 3)
 	s.Close() // its connections end, and PostgreSQL counts what they did
 
-	conn := pgtest.Admin(t)
-	defer conn.Close(ctx)
 	var read int64
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		if err := conn.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables
-			WHERE schemaname = $1 AND relname = 'retry_tasks'`, schema).Scan(&read); err != nil {
-			t.Fatal(err)
-		}
-		// Statistics arrive when the ended backends flush them; a scan
-		// of the grown table would show as thousands of rows at once.
-		if read > 3100 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
-	}
+	// A scan of the grown table would show as thousands of rows at once.
+	readStats(t, schema, func() bool { return read > 3100 }, `SELECT coalesce(seq_tup_read, 0) FROM pg_stat_user_tables
+		WHERE schemaname = $1 AND relname = 'retry_tasks'`, &read)
 	if read > 3100 {
 		t.Fatalf("the store's statements read %d rows of retry_tasks by sequential scans (%d tasks in it)", read, 3000+120)
 	}
@@ -179,30 +165,37 @@ func TestClaimByIDsDoesNotScanTheDueIndex(t *testing.T) {
 	claimEach("backlog", backlog, t0.Add(time.Second))
 	s.Close() // its connections end, and PostgreSQL counts what they did
 
-	conn := pgtest.Admin(t)
-	defer conn.Close(ctx)
-	var read int64
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		// The claims by ID must have run for a count to mean anything:
-		// their lookups by ID show in retry_tasks_id.
-		var byID int64
-		if err := conn.QueryRow(ctx, `SELECT
-				coalesce(sum(idx_tup_read) FILTER (WHERE indexrelname = 'retry_runs_wake'), 0)::bigint,
-				coalesce(sum(idx_scan) FILTER (WHERE indexrelname = 'retry_tasks_id'), 0)::bigint
-			FROM pg_stat_user_indexes WHERE schemaname = $1`, schema).Scan(&read, &byID); err != nil {
-			t.Fatal(err)
-		}
-		if byID >= 2*claims || time.Now().After(deadline) {
-			if byID < 2*claims {
-				t.Fatalf("retry_tasks_id was looked up %d times, want at least %d (one a claim)", byID, 2*claims)
-			}
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	// The claims by ID must have run for a count to mean anything: their
+	// lookups by ID show in retry_tasks_id.
+	var read, byID int64
+	readStats(t, schema, func() bool { return byID >= 2*claims }, `SELECT
+			coalesce(sum(idx_tup_read) FILTER (WHERE indexrelname = 'retry_runs_wake'), 0)::bigint,
+			coalesce(sum(idx_scan) FILTER (WHERE indexrelname = 'retry_tasks_id'), 0)::bigint
+		FROM pg_stat_user_indexes WHERE schemaname = $1`, &read, &byID)
+	if byID < 2*claims {
+		t.Fatalf("retry_tasks_id was looked up %d times, want at least %d (one a claim)", byID, 2*claims)
 	}
 	if read >= backlog {
 		t.Fatalf("%d claims of one task each read %d entries of retry_runs_wake (a backlog of %d due)", 2*claims, read, backlog)
+	}
+}
+
+// readStats scans query ($1 the schema), over PostgreSQL's statistics, into
+// dest until arrived says the counts of the store's ended connections are
+// in, or for 3 s: the backends flush them when they end.
+func readStats(t *testing.T, schema string, arrived func() bool, query string, dest ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn := pgtest.Admin(t)
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		if err := conn.QueryRow(ctx, query, schema).Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		if arrived() || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
 	}
 }
