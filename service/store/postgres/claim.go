@@ -52,6 +52,9 @@ var (
 	// every entry of retry_runs_wake up to Now, a backlog's and the dead
 	// ones of rows updated since the last vacuum, which a bitmap scan never
 	// marks dead: thousands of rows a claim, for a claim of one task.
+	// Every due ID is locked before LIMIT takes the earliest; the scheduler
+	// asks for as many as it names, and a lock past the limit ends with the
+	// statement.
 	claimIDsSQL = strings.Replace(claimSQL, "DUE", `SELECT c.* FROM (SELECT DISTINCT unnest($6::text[])) AS v(id)
 	CROSS JOIN LATERAL (SELECT r.task_seq, r.status, r.wake_at, r.attempt_number, r.claimed_at, r.lease_until
 		FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
