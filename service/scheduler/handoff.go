@@ -6,22 +6,21 @@ import (
 	"github.com/retrykit/retry/service/store"
 )
 
-// The hand-off lets the API give the scheduler a task it is creating,
+// Reserve takes up to n free workers for tasks about to be created claimed,
+// and returns how many it took and the lease to create them with, counted
+// from now; none when the scheduler is not running or has no worker free.
+// Each must be given back by Start, Release or Forgo.
+//
+// This hand-off lets the API give the scheduler a task it is creating,
 // already claimed: the store creates it leased to this instance (see
 // store.Task.ClaimAtCreate), and its first attempt starts without a claim
 // of its own. On PostgreSQL that claim was a statement and a commit per
 // few tasks, a fifth of the work behind each created task (retryd bench,
 // single creates, interleaved pairs: 2,715–2,845 → 3,434–3,697 tasks/s);
 // on SQLite a pass of the writer (5,059–5,302 → 5,536–5,938); on Redis a
-// script call (3,860–4,774 → 5,354–5,838).
-//
-// A hand-off holds a worker from Reserve to Start or Release, as a claim
-// in flight does, so Run waits for it before closing the workers' queue.
-
-// Reserve takes up to n free workers for tasks about to be created claimed,
-// and returns how many it took and the lease to create them with, counted
-// from now; none when the scheduler is not running or has no worker free.
-// Each must be given back by Start, Release or Forgo.
+// script call (3,860–4,774 → 5,354–5,838). A hand-off holds a worker from
+// Reserve to Start or Release, as a claim in flight does, so Run waits for
+// it before closing the workers' queue.
 func (s *Scheduler) Reserve(n int) (lease time.Duration, got int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -50,7 +50,8 @@ const (
 
 // SoonCommitWait is how long an outcome that makes its task due soon may
 // wait for others to share its write, whatever Config.CommitWait says (at
-// most that): its retry must be back in the heap in time to be sent.
+// most that): its retry must be back in the heap in time to be sent. It is
+// also the least any group of outcomes waits (see groupClock).
 const SoonCommitWait = 250 * time.Microsecond
 
 // leaseMargin is how much longer than one attempt a lease must last, so

@@ -47,19 +47,22 @@ var (
 	WHERE wake_at <= $1 ORDER BY wake_at, task_seq LIMIT $2 FOR UPDATE SKIP LOCKED`, 1)
 
 	// claimIDsSQL looks up each of the IDs $6 by itself (a LATERAL query
-	// with a lock is planned once per ID, through the unique indexes), and
-	// locks it if it is due. Planned as one join, the generic plan read
-	// every entry of retry_runs_wake up to Now, a backlog's and the dead
-	// ones of rows updated since the last vacuum, which a bitmap scan never
-	// marks dead: thousands of rows a claim, for a claim of one task.
+	// with a lock, run once per ID) and locks its task if it is due. The
+	// claim as one join kept the generic plan made while the table was
+	// small: a scan of retry_runs_wake up to Now, a backlog's entries and
+	// the dead ones of rows updated since the last vacuum (a bitmap scan
+	// never marks them dead), thousands for one task. Per ID, the planner
+	// still took that index for the due condition when the statistics said
+	// the table was small, so the condition is written (IS TRUE) so that no
+	// index can serve it: the run is found through its primary key.
 	// Every due ID is locked before LIMIT takes the earliest; the scheduler
 	// asks for as many as it names, and a lock past the limit ends with the
 	// statement.
-	claimIDsSQL = strings.Replace(claimSQL, "DUE", `SELECT c.* FROM (SELECT DISTINCT unnest($6::text[])) AS v(id)
-	CROSS JOIN LATERAL (SELECT r.task_seq, r.status, r.wake_at, r.attempt_number, r.claimed_at, r.lease_until
-		FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
-		WHERE t.id = v.id AND r.wake_at <= $1 FOR UPDATE OF r SKIP LOCKED) c
-	ORDER BY c.wake_at, c.task_seq LIMIT $2`, 1)
+	claimIDsSQL = strings.Replace(claimSQL, "DUE", `SELECT cand.* FROM (SELECT DISTINCT unnest($6::text[])) AS v(id)
+	CROSS JOIN LATERAL (SELECT run.task_seq, run.status, run.wake_at, run.attempt_number, run.claimed_at, run.lease_until
+		FROM retry_tasks t JOIN retry_runs run ON run.task_seq = t.seq
+		WHERE t.id = v.id AND (run.wake_at <= $1) IS TRUE FOR UPDATE OF run SKIP LOCKED) cand
+	ORDER BY cand.wake_at, cand.task_seq LIMIT $2`, 1)
 )
 
 // TaskClaim leases due tasks; see store.Store. It is one statement
