@@ -129,9 +129,12 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 
 // unclaimedSQL reads when live tasks are due. A task that a concurrent
 // claim has locked but not committed reads as it was before, due now: the
-// caller asks for it again, and then hears of the lease.
+// caller asks for it again, and then hears of the lease. The tasks are
+// found by ID only: written plainly, the state condition let a generic
+// plan made on an empty table read every live task through
+// retry_tasks_state (as claimIDsSQL's due condition did).
 const unclaimedSQL = `SELECT t.id, r.wake_at, r.version FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq
-	WHERE t.id = ANY($1) AND t.state = 'LIVE'`
+	WHERE t.id = ANY($1) AND (t.state = 'LIVE') IS TRUE`
 
 // unclaimed tells later when each live task of ids is due.
 func (s *Store) unclaimed(ctx context.Context, ids []string, later func(store.Due)) error {
