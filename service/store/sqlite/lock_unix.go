@@ -19,3 +19,10 @@ func lockFile(f *os.File) (locked bool, err error) {
 	}
 	return true, nil
 }
+
+// unlockFile drops the lock. Closing f alone would not while another copy
+// of its descriptor is open: one a fork of this process holds until it
+// execs (Go opens files close-on-exec, but a child between fork and exec
+// has them all), so a Store reopened at that moment found its own file
+// locked.
+func unlockFile(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }

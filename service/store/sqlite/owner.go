@@ -122,7 +122,13 @@ func (o *owner) close() error {
 	if o == nil {
 		return nil
 	}
-	return o.f.Close() // closing the last descriptor drops the lock
+	if o.locked {
+		if err := unlockFile(o.f); err != nil {
+			o.f.Close()
+			return fmt.Errorf("sqlite: unlock %s: %w", o.f.Name(), err)
+		}
+	}
+	return o.f.Close()
 }
 
 // bootID names the machine's current boot (Linux); "" elsewhere.
