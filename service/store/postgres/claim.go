@@ -79,13 +79,8 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 	now = now.Truncate(time.Millisecond)
 	holder := s.holder()
 	params := []any{now, p.ClaimLimit(), ts(now.Add(p.Lease)), []byte(store.LeaseExpiredMessage), pgtype.Text{String: holder, Valid: holder != ""}}
-	// A claim without IDs goes with its values in the text (pgx's simple
-	// protocol), so it is planned at each run with its limit and the
-	// tables' sizes known: a generic plan takes LIMIT $2 for a tenth of the
-	// due rows and, made on a small table, joins that many to the tasks by
-	// scanning them, thousands of entries for one task. retryd's scheduler
-	// claims by ID, so the planning costs it nothing.
-	q, args := claimDueSQL, append([]any{pgx.QueryExecModeSimpleProtocol}, params...)
+	var q string
+	var args []any
 	var ids []string
 	if len(p.IDs) > 0 {
 		ids = make([]string, 0, len(p.IDs))
@@ -98,6 +93,14 @@ func (s *Store) TaskClaim(ctx context.Context, p store.ClaimParams) ([]*store.Ta
 			return nil, nil
 		}
 		q, args = claimIDsSQL, append(params, ids)
+	} else {
+		// A claim without IDs goes with its values in the text (pgx's
+		// simple protocol), so it is planned at each run with its limit
+		// and the tables' sizes known: a generic plan takes LIMIT $2 for a
+		// tenth of the due rows and, made on a small table, joins that many
+		// to the tasks by scanning them, thousands of entries for one task.
+		// retryd's scheduler claims by ID, so the planning costs it nothing.
+		q, args = claimDueSQL, append([]any{pgx.QueryExecModeSimpleProtocol}, params...)
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {

@@ -154,12 +154,12 @@ func TestClaimsDoNotReadTheBacklog(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			claimByIDAfter(t, c.tasks, c.analyzed)
+			claimAfter(t, c.tasks, c.analyzed)
 		})
 	}
 }
 
-func claimByIDAfter(t *testing.T, tasks int, analyzed bool) {
+func claimAfter(t *testing.T, tasks int, analyzed bool) {
 	schema := newSchema(t)
 	s := open(t, schema)
 	ctx := context.Background()
