@@ -127,19 +127,20 @@ func workThrough(t *testing.T, s *postgres.Store, prefix string, batches, size i
 	}
 }
 
-// Claims read index entries for the tasks they take or name, not for a
-// backlog of 2,000 due tasks, whatever statistics they were planned with:
-// claims by ID, of due and of not-due IDs (with the lookup of when those
-// are due), and claims of whatever is due. (The claim by IDs as one join
-// kept the generic plan made while the table was small, which read every
-// entry of retry_runs_wake up to Now at each claim, the backlog's and
-// those of rows updated since the last vacuum; looked up per ID, the
-// planner still chose that index for the due condition on a small analyzed
-// table; the lookup of unclaimed IDs read every live task through
-// retry_tasks_state when planned on an empty table; a generic plan of the
-// claim without IDs joined a tenth of the due rows to the tasks by
-// scanning them.)
-func TestClaimsDoNotReadTheBacklog(t *testing.T) {
+// Claims and finishes read index entries for the tasks they take or name,
+// not for a backlog of 2,000 due tasks, whatever statistics they were
+// planned with: claims by ID, of due and of not-due IDs (with the lookup of
+// when those are due), claims of whatever is due, and finishes, retries and
+// ends. (The claim by IDs as one join kept the generic plan made while the
+// table was small, which read every entry of retry_runs_wake up to Now at
+// each claim, the backlog's and those of rows updated since the last
+// vacuum; looked up per ID, the planner still chose that index for the due
+// condition on a small analyzed table; the lookup of unclaimed IDs read
+// every live task through retry_tasks_state when planned on an empty
+// table; a generic plan of the claim without IDs joined a tenth of the due
+// rows to the tasks by scanning them; a finish scanned retry_runs_pkey, and
+// retry_tasks_pkey for the ends, once for each finish.)
+func TestTaskLifeDoesNotReadTheBacklog(t *testing.T) {
 	t.Parallel()
 	// Each connection makes its generic plan at a statement's first run:
 	// on a table of so many tasks, analyzed or not.
@@ -154,12 +155,12 @@ func TestClaimsDoNotReadTheBacklog(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			claimAfter(t, c.tasks, c.analyzed)
+			workAfter(t, c.tasks, c.analyzed)
 		})
 	}
 }
 
-func claimAfter(t *testing.T, tasks int, analyzed bool) {
+func workAfter(t *testing.T, tasks int, analyzed bool) {
 	schema := newSchema(t)
 	s := open(t, schema)
 	ctx := context.Background()
@@ -185,12 +186,34 @@ func claimAfter(t *testing.T, tasks int, analyzed bool) {
 	}
 	// claimEach claims each of ids alone at now, wanting want tasks each;
 	// those not claimed are looked up (Later).
-	claimEach := func(ids []string, now time.Time, want int) {
+	claimEach := func(ids []string, now time.Time, want int) []*store.Task {
 		t.Helper()
+		var claimed []*store.Task
 		for _, id := range ids {
 			got, err := s.TaskClaim(ctx, store.ClaimParams{Now: now, Lease: time.Minute, IDs: []string{id}, Later: func(store.Due) {}})
 			if err != nil || len(got) != want {
 				t.Fatalf("TaskClaim(%s at %v) = %d tasks, %v; want %d", id, now, len(got), err, want)
+			}
+			claimed = append(claimed, got...)
+		}
+		return claimed
+	}
+	// finishEach records an outcome for each of tasks alone, a retry for
+	// every other one: both ways a finish updates the tables.
+	finishEach := func(tasks []*store.Task, now time.Time) {
+		t.Helper()
+		for i, c := range tasks {
+			f := store.Finish{TaskID: c.ID, Version: c.Version, Status: store.Succeeded, Now: now,
+				Attempt: store.Attempt{AttemptNumber: 1, StartedAt: now, ResponseStatus: 200}}
+			if i%2 == 0 {
+				f.Status, f.NextAttemptAt, f.Attempt.ResponseStatus = store.Pending, now.Add(time.Hour), 503
+			}
+			errs, err := s.TaskFinish(ctx, []store.Finish{f})
+			if err == nil {
+				err = errors.Join(errs...)
+			}
+			if err != nil {
+				t.Fatalf("TaskFinish(%s) = %v", c.ID, err)
 			}
 		}
 	}
@@ -204,11 +227,16 @@ func claimAfter(t *testing.T, tasks int, analyzed bool) {
 	}
 	if len(first) == 0 {
 		claimEach([]string{store.NewID()}, t0, 0) // no such task
+		errs, err := s.TaskFinish(ctx, []store.Finish{{TaskID: store.NewID(), Version: 1, Status: store.Succeeded, Now: t0}})
+		if err != nil || !errors.Is(errs[0], store.ErrNotFound) {
+			t.Fatalf("TaskFinish(no such task) = %v, %v; want ErrNotFound", errs, err)
+		}
 	}
-	claimEach(first, t0, 1)
+	finishEach(claimEach(first, t0, 1), t0)
 	due := create("backlog", backlog, t0.Add(time.Second))
-	claimEach(due, t0.Add(time.Second), 1)
+	claimed := claimEach(due, t0.Add(time.Second), 1)
 	claimEach(due, t0.Add(2*time.Second), 0) // in flight now, their leases running: not due
+	finishEach(claimed, t0.Add(2*time.Second))
 	for range each {
 		got, err := s.TaskClaim(ctx, store.ClaimParams{Now: t0.Add(time.Second), Lease: time.Minute, Limit: 1})
 		if err != nil || len(got) != 1 {
@@ -217,9 +245,10 @@ func claimAfter(t *testing.T, tasks int, analyzed bool) {
 	}
 	s.Close() // its connections end, and PostgreSQL counts what they did
 
-	// Each claim that took its task updated a row of retry_runs: once
-	// those counts are in, the connections' index counts are too.
-	took := int64(len(first) + len(due) + each)
+	// Each claim that took its task and each finish updated a row of
+	// retry_runs: once those counts are in, the connections' index counts
+	// are too.
+	took := int64(2*len(first) + 2*len(claimed) + each)
 	var read, updated int64
 	var indexes string
 	readStats(t, schema, func() bool { return updated >= took }, `SELECT
@@ -229,12 +258,13 @@ func claimAfter(t *testing.T, tasks int, analyzed bool) {
 			(SELECT coalesce(n_tup_upd, 0) FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'retry_runs')`,
 		&read, &indexes, &updated)
 	if updated < took {
-		t.Fatalf("retry_runs counts %d updates, want at least %d (one a claim that took its task)", updated, took)
+		t.Fatalf("retry_runs counts %d updates, want at least %d (one a claim that took its task, one a finish)", updated, took)
 	}
-	// Some 10 entries a claim (its rows, their counts) are read; a
-	// backlog's would be 2,000 at once.
+	t.Logf("%d claims and finishes read %d index entries: %s", took, read, indexes)
+	// Some 10 entries a claim or finish (its rows, their counts) are read;
+	// a backlog's would be 2,000 at once.
 	if read >= backlog {
-		t.Fatalf("claims of %d tasks read %d index entries (%s), a backlog of %d due", took, read, indexes, backlog)
+		t.Fatalf("%d claims and finishes read %d index entries (%s), a backlog of %d due", took, read, indexes, backlog)
 	}
 }
 
