@@ -66,9 +66,7 @@ const runCols = `(task_seq, version, wake_at, next_attempt_at, budget_start, upd
 
 // lookupSQL reads the tasks holding the given keys, once createSQL has
 // skipped a row in this transaction; it reads nothing otherwise.
-const lookupSQL = `SELECT ` + taskCols + ` FROM unnest($1::text[], $2::text[]) AS v(tenant, key)
-	JOIN retry_tasks t ON t.tenant = v.tenant AND t.idempotency_key = v.key
-	JOIN retry_runs r ON r.task_seq = t.seq
+const lookupSQL = `SELECT ` + taskCols + ` FROM unnest($1::text[], $2::text[]) AS v(tenant, key)` + keyLookup + `
 	WHERE current_setting('retrykit.create_skipped', true) = 'y'`
 
 // notifyMax is the longest payload NOTIFY accepts: PostgreSQL wants it
@@ -210,8 +208,8 @@ func (s *Store) createOne(ctx context.Context, p *createPlan) error {
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	held, _, err := scanTask(s.pool.QueryRow(ctx, taskSelect+` WHERE t.tenant = $1 AND t.idempotency_key = $2`,
-		t.Tenant, t.IdempotencyKey))
+	held, _, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM (SELECT $1::text, $2::text) AS v(tenant, key)`+
+		keyLookup, t.Tenant, t.IdempotencyKey))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:

@@ -230,6 +230,17 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 // 3,600 tasks/s against 3,070. Where no index serves, PostgreSQL still
 // scans: the setting only makes a scan the last resort.
 //
+// A generic plan can still read a whole index, in key order, in place of a
+// scan, or take an index that serves part of a condition, when the
+// statistics it was made with (or their absence) make that look as cheap.
+// So each statement leaves the planner one way to its rows: a condition no
+// index should serve is written (…) IS TRUE; each item of an array finds
+// its rows in a LATERAL subquery of its own (OFFSET 0 or a lock keeps it
+// from being merged into a join); rows from a CTE reach a table's through
+// a range of one key, which an index serves and no hash or merge join
+// can. TestTaskLifeDoesNotReadTheBacklog plans the statements of a task's
+// life on an empty table and on small ones, then adds a backlog.
+//
 // And it turns JIT compilation off. A scan made the last resort costs
 // some 10^10 in the planner's units, far above jit_above_cost, so the few
 // statements that must scan (the dead-instance check over

@@ -41,7 +41,9 @@ func (s *Store) TaskGet(ctx context.Context, tenant, id string) (*store.Task, er
 	if !textOK(tenant, id) {
 		return nil, fmt.Errorf("postgres: task %q: %w", id, store.ErrNotFound)
 	}
-	t, _, err := scanTask(s.pool.QueryRow(ctx, taskSelect+` WHERE t.id = $1 AND t.tenant = $2`, id, tenant))
+	// The tenant is no index's condition (see poolConfig): with none to
+	// tell them apart, the planner took an index on tenant over the ID's.
+	t, _, err := scanTask(s.pool.QueryRow(ctx, taskSelect+` WHERE t.id = $1 AND (t.tenant = $2) IS TRUE`, id, tenant))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("postgres: task %s: %w", id, store.ErrNotFound)
 	}

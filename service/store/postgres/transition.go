@@ -45,8 +45,9 @@ func (s *Store) TaskTransition(ctx context.Context, tr store.Transition) (*store
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var seq int64
 		var from store.Status
+		// The tenant is no index's condition, as in TaskGet.
 		err := tx.QueryRow(ctx, `SELECT r.task_seq, r.status FROM retry_runs r JOIN retry_tasks t ON t.seq = r.task_seq
-			WHERE t.id = $1 AND t.tenant = $2 FOR UPDATE OF r`, tr.TaskID, tr.Tenant).Scan(&seq, &from)
+			WHERE t.id = $1 AND (t.tenant = $2) IS TRUE FOR UPDATE OF r`, tr.TaskID, tr.Tenant).Scan(&seq, &from)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("task %s: %w", tr.TaskID, store.ErrNotFound)
 		}
