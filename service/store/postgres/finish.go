@@ -22,21 +22,18 @@ import (
 // TaskFinish sorts by task ID, so two overlapping calls lock alike.
 //
 // Each item finds its rows by itself, whatever the statistics the
-// connection's generic plan was made with: its task by ID in a subquery of
-// its own (cand; OFFSET 0 keeps it from being merged into a join), then
-// its run and, if it ended, its task again, each through a range of one
-// key, which an index serves and no hash or merge join can. Written as
-// joins on equal keys, a plan made while the tables were small scanned a
-// whole primary key instead, some 2,000 entries a finish once a backlog of
-// 2,000 tasks had arrived (TestTaskLifeDoesNotReadTheBacklog).
+// connection's generic plan was made with: its task by ID, its run by key
+// and, if it ended, its task again, each through a range of one key (see
+// poolConfig). Written as joins on equal keys, a plan made while the
+// tables were small scanned a whole primary key instead, some 2,000
+// entries a finish once a backlog of 2,000 tasks had arrived
+// (TestTaskLifeDoesNotReadTheBacklog).
 const finishSQL = `WITH v AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::bigint[],
 		$7::bytea[], $8::int[], $9::timestamptz[], $10::int[], $11::timestamptz[], $12::bigint[], $13::int[],
 		$14::bytea[], $15::bytea[], $16::text[], $17::int[])
 	AS v(i, id, version, status, next_at, prev_delay_ns, last_error, last_status, now, a_number, a_started,
 		a_duration, a_status, a_error, a_body, note, held)
-), cand AS (
-	SELECT v.*, t.seq, t.tenant FROM v CROSS JOIN LATERAL (SELECT seq, tenant FROM retry_tasks WHERE id = v.id OFFSET 0) t
 ), done AS (
 	UPDATE retry_runs r SET status = v.status,
 		wake_at = CASE WHEN v.status = 'PENDING' THEN v.next_at END,
@@ -44,8 +41,9 @@ const finishSQL = `WITH v AS (
 		finished_at = CASE WHEN v.status = 'PENDING' THEN NULL ELSE v.now END,
 		prev_delay_ns = v.prev_delay_ns, last_error = v.last_error, last_status = v.last_status,
 		lease_until = NULL, updated_at = v.now, version = r.version + 1, attempt_number = r.attempt_number - v.held
-	FROM cand v WHERE r.task_seq >= v.seq AND r.task_seq <= v.seq AND r.version = v.version AND r.status = 'IN_FLIGHT'
-	RETURNING v.i, r.task_seq, r.status, v.tenant
+	FROM v JOIN retry_tasks t ON t.id >= v.id AND t.id <= v.id
+	WHERE r.task_seq >= t.seq AND r.task_seq <= t.seq AND r.version = v.version AND r.status = 'IN_FLIGHT'
+	RETURNING v.i, r.task_seq, r.status, t.tenant
 ), logged AS (
 	INSERT INTO retry_attempts (task_seq, attempt_number, response_status, started_at, duration_ns, error_message,
 		response_body)
