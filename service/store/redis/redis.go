@@ -18,6 +18,7 @@ import (
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/internal/coalesce"
+	"github.com/retrykit/retry/service/store/internal/linger"
 )
 
 // Defaults of Open's options.
@@ -142,7 +143,8 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redis: open %s: %w: %w", where, store.ErrInvalid, err)
 	}
 	s := &Store{rdb: rdb, sc: newScripts(), logCap: cfg.logCap, log: cfg.logger, listen: cfg.listenBackoff}
-	s.creates = coalesce.New(coalesce.Config[*store.Task, store.CreateResult]{Run: s.createBatch, MaxRuns: createRuns})
+	s.creates = coalesce.New(coalesce.Config[*store.Task, store.CreateResult]{Run: s.createBatch, MaxRuns: createRuns,
+		Linger: linger.Max})
 	err = s.checkVersion(ctx)
 	if err == nil {
 		err = s.checkCluster(ctx)

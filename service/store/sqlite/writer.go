@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/store"
+	"github.com/retrykit/retry/service/store/internal/linger"
 )
 
 // maxBatchOps bounds how many write operations share one transaction, so
@@ -74,7 +75,7 @@ func (s *Store) write(ctx context.Context, op *writeOp) error {
 func (s *Store) writeLoop() {
 	defer close(s.writerDone)
 	batch := make([]*writeOp, 0, maxBatchOps)
-	var g gather
+	var g linger.Gather
 	for {
 		select {
 		case op := <-s.ops:
@@ -83,11 +84,11 @@ func (s *Store) writeLoop() {
 			return
 		}
 		s.fill(&batch)
-		wait, want := g.linger(batch)
+		wait, want := g.Wait(len(batch), linger.Max)
 		short := wait > 0 && s.await(&batch, wait, want)
 		began := time.Now()
 		s.runBatch(batch)
-		g.committed(began, batch, wait > 0, short)
+		g.Committed(began, len(batch), wait > 0, short)
 	}
 }
 

@@ -1,16 +1,21 @@
 // Package coalesce turns concurrent calls of one item each into calls of a
-// batch, without waiting for anyone: a call that finds fewer than Config.Max
-// batches under way starts one at once, with every item waiting then; a
-// call that finds them all busy queues its item for the next batch, which
-// starts as soon as one of them ends. So a lone caller pays one round trip,
-// and under load the batches grow by themselves to share a store's commits
-// (the group commit of databases, without its timer).
+// batch: a call that finds fewer than Config.MaxRuns batches under way
+// starts one, with every item waiting then; a call that finds them all
+// busy queues its item for the next batch, which starts as soon as one of
+// them ends. So a lone caller pays one round trip, and under load the
+// batches grow by themselves to share a store's commits (the group commit
+// of databases). With Config.Linger, a batch started while the store is
+// busy first waits a little for as many items as recent batches held (see
+// package linger).
 package coalesce
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/retrykit/retry/service/store/internal/linger"
 )
 
 // Func runs one batch: out[i] is the outcome of in[i]. An error fails every
@@ -22,6 +27,10 @@ type Config[In, Out any] struct {
 	Run      Func[In, Out]
 	MaxItems int // the largest batch; ≤ 0 means 1,000
 	MaxRuns  int // batches under way at once; ≤ 0 means 1
+	// Linger is the longest a batch waits for more items (see package
+	// linger); 0 never waits. With MaxRuns above 1, batches starting
+	// together share the record of recent ones.
+	Linger time.Duration
 }
 
 // Coalescer gathers the items of concurrent Do calls into batches. Create
@@ -32,6 +41,10 @@ type Coalescer[In, Out any] struct {
 	mu      sync.Mutex
 	queue   []*waiter[In, Out]
 	running int
+	gather  linger.Gather
+	// arrived has a value once an item has queued since a lingering
+	// batch last looked.
+	arrived chan struct{}
 }
 
 type waiter[In, Out any] struct {
@@ -50,7 +63,7 @@ func New[In, Out any](cfg Config[In, Out]) *Coalescer[In, Out] {
 	if cfg.MaxRuns <= 0 {
 		cfg.MaxRuns = 1
 	}
-	return &Coalescer[In, Out]{cfg: cfg}
+	return &Coalescer[In, Out]{cfg: cfg, arrived: make(chan struct{}, 1)}
 }
 
 // Do runs in as part of a batch and returns its outcome. When ctx ends
@@ -65,6 +78,10 @@ func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	w := &waiter[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
 	lead := c.running < c.cfg.MaxRuns
 	if lead {
 		c.running++
@@ -76,12 +93,8 @@ func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 		// left to a goroutine, which holds the run slot until the queue is
 		// empty.
 		bctx := context.WithoutCancel(ctx)
-		c.mu.Lock()
-		if batch := c.take(); len(batch) > 0 {
-			c.mu.Unlock()
-			c.run(bctx, batch)
-		} else {
-			c.mu.Unlock()
+		if batch, waited, short := c.next(); len(batch) > 0 {
+			c.run(bctx, batch, waited, short)
 		}
 		c.mu.Lock()
 		more := len(c.queue) > 0
@@ -105,15 +118,55 @@ func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 // lead runs batches while items wait, then gives its run slot back.
 func (c *Coalescer[In, Out]) lead(ctx context.Context) {
 	for {
-		c.mu.Lock()
-		batch := c.take()
+		batch, waited, short := c.next()
 		if len(batch) == 0 {
-			c.running--
+			c.mu.Lock()
+			if len(c.queue) == 0 {
+				c.running--
+				c.mu.Unlock()
+				return
+			}
 			c.mu.Unlock()
-			return
+			continue
 		}
-		c.mu.Unlock()
-		c.run(ctx, batch)
+		c.run(ctx, batch, waited, short)
+	}
+}
+
+// next takes the next batch, after lingering for more items if the record
+// of recent batches says to; waited reports that it did, short that the
+// wait ran out first.
+func (c *Coalescer[In, Out]) next() (batch []*waiter[In, Out], waited, short bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.Linger > 0 {
+		if wait, want := c.gather.Wait(len(c.queue), c.cfg.Linger); wait > 0 {
+			c.mu.Unlock()
+			short = c.await(wait, want)
+			c.mu.Lock()
+			waited = true
+		}
+	}
+	return c.take(), waited, short
+}
+
+// await waits up to d for the queue to hold want items, and reports
+// whether d ran out first. c.mu is not held.
+func (c *Coalescer[In, Out]) await(d time.Duration, want int) (short bool) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.arrived:
+			c.mu.Lock()
+			n := len(c.queue)
+			c.mu.Unlock()
+			if n >= want {
+				return false
+			}
+		case <-timer.C:
+			return true
+		}
 	}
 }
 
@@ -135,7 +188,14 @@ func (c *Coalescer[In, Out]) take() []*waiter[In, Out] {
 	return batch
 }
 
-func (c *Coalescer[In, Out]) run(ctx context.Context, batch []*waiter[In, Out]) {
+// run runs batch and answers its items; waited and short are next's.
+func (c *Coalescer[In, Out]) run(ctx context.Context, batch []*waiter[In, Out], waited, short bool) {
+	began := time.Now()
+	defer func() {
+		c.mu.Lock()
+		c.gather.Committed(began, len(batch), waited, short)
+		c.mu.Unlock()
+	}()
 	in := make([]In, len(batch))
 	for i, w := range batch {
 		in[i] = w.in

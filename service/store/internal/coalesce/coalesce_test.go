@@ -141,3 +141,55 @@ func TestCancelledBeforeStartIsDropped(t *testing.T) {
 		}
 	}
 }
+
+// With Linger, a batch started while the store is busy waits for as many
+// items as the last batch held: 4 callers that each wait for their answer
+// and come back one by one still go in one batch.
+func TestLingerGathersTheCallersThereAre(t *testing.T) {
+	t.Parallel()
+	const took = 300 * time.Millisecond // each batch: the store stays busy that long after it
+	var mu sync.Mutex
+	var sizes []int
+	c := coalesce.New(coalesce.Config[int, int]{Linger: time.Hour, Run: func(_ context.Context, in []int) ([]int, error) {
+		mu.Lock()
+		sizes = append(sizes, len(in))
+		mu.Unlock()
+		time.Sleep(took)
+		return make([]int, len(in)), nil
+	}})
+	do := func(n int) {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if _, err := c.Do(context.Background(), 1); err != nil {
+					t.Errorf("Do = %v", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	// A lone call, with 4 queuing behind it: batches of 1 and then 4.
+	var wg sync.WaitGroup
+	wg.Go(func() { do(1) })
+	for len(snapshot(&mu, &sizes)) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	do(4)
+	wg.Wait()
+	// The 4 come back one after another, the store just busy: the first
+	// waits for the other three.
+	for range 4 {
+		wg.Go(func() { do(1) })
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	if got := snapshot(&mu, &sizes); len(got) != 3 || got[2] != 4 {
+		t.Errorf("batches %v, want [1 4 4]", got)
+	}
+	// Idle for longer than a batch takes: a lone call goes at once.
+	time.Sleep(2 * took)
+	do(1)
+	if got := snapshot(&mu, &sizes); len(got) != 4 || got[3] != 1 {
+		t.Errorf("batches %v, want [1 4 4 1]", got)
+	}
+}
