@@ -38,12 +38,12 @@ const taskCols = `t.seq, t.id, t.tenant, t.idempotency_key, t.request_hash, t.po
 const taskSelect = `SELECT ` + taskCols + ` FROM retry_tasks t JOIN retry_runs r ON r.task_seq = t.seq`
 
 // keyLookup reads, for each row of a relation v(tenant, key) that the
-// caller puts before it, the task holding that key, if any. The ORDER BY
-// and LIMIT are those of the one task the key's index holds: they let no
-// other index that starts with tenant look as cheap, as all of them did
-// to a generic plan made on a table never analyzed.
-const keyLookup = ` CROSS JOIN LATERAL (SELECT * FROM retry_tasks t WHERE t.tenant = v.tenant AND t.idempotency_key = v.key
-		ORDER BY t.tenant, t.idempotency_key LIMIT 1) t
+// caller puts before it, the task holding that key, if any, each key by
+// itself (see poolConfig): joined, a batch's keys were hash-joined to a
+// whole index. On a table never analyzed the planner may still take
+// another index that starts with tenant, until the first analyze.
+const keyLookup = ` CROSS JOIN LATERAL (SELECT * FROM retry_tasks t
+		WHERE t.tenant = v.tenant AND t.idempotency_key = v.key OFFSET 0) t
 	CROSS JOIN LATERAL (SELECT * FROM retry_runs r WHERE r.task_seq = t.seq OFFSET 0) r`
 
 // taskListSelect is taskSelect for lists, which walk an index of

@@ -131,15 +131,16 @@ func workThrough(t *testing.T, s *postgres.Store, prefix string, batches, size i
 // not for a backlog of 2,000 due tasks, whatever statistics they were
 // planned with: claims by ID, of due and of not-due IDs (with the lookup of
 // when those are due), claims of whatever is due, finishes (retries and
-// ends), and creates, repeated alone and in batches, and reads. (The claim by IDs as one join kept the generic plan made while the
-// table was small, which read every entry of retry_runs_wake up to Now at
-// each claim, the backlog's and those of rows updated since the last
-// vacuum; looked up per ID, the planner still chose that index for the due
-// condition on a small analyzed table; the lookup of unclaimed IDs read
-// every live task through retry_tasks_state when planned on an empty
-// table; a generic plan of the claim without IDs joined a tenth of the due
-// rows to the tasks by scanning them; a finish scanned retry_runs_pkey, and
-// retry_tasks_pkey for the ends, once for each finish.)
+// ends), creates repeated alone and in batches, reads and cancels. (The
+// claim by IDs as one join kept the generic plan made while the table was
+// small, which read every entry of retry_runs_wake up to Now at each claim,
+// the backlog's and those of rows updated since the last vacuum; looked up
+// per ID, the planner still chose that index for the due condition on a
+// small analyzed table; the lookup of unclaimed IDs read every live task
+// through retry_tasks_state when planned on an empty table; a generic plan
+// of the claim without IDs joined a tenth of the due rows to the tasks by
+// scanning them; a finish scanned retry_runs_pkey, and retry_tasks_pkey for
+// the ends, once for each finish.)
 func TestTaskLifeDoesNotReadTheBacklog(t *testing.T) {
 	t.Parallel()
 	// Each connection makes its generic plan at a statement's first run:

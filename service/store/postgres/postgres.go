@@ -52,8 +52,8 @@
 // for any number of tasks, and TaskCreate calls made while a batch is
 // under way are gathered into the next one, which, while the store is
 // busy, waits up to a millisecond for as many as recent batches held
-// (package linger; retryd bench, 8 clients: 6,310–6,437 tasks/s against
-// 5,855–6,154, and a tenth less CPU). On the same machine, creates
+// (package linger; retryd bench, 8 clients: 6,083–6,241 tasks/s against
+// 5,651–5,842, and a tenth less CPU). On the same machine, creates
 // one call at a time from 16 goroutines run at about 14,000 tasks/s
 // (3,400 when each was a commit of its own), from 8 at about 8,300, and
 // from two instances of 8 each at about 9,500; batches of 100 at about

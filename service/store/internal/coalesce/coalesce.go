@@ -78,9 +78,11 @@ func (c *Coalescer[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	w := &waiter[In, Out]{ctx: ctx, in: in, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
-	select {
-	case c.arrived <- struct{}{}:
-	default:
+	if c.cfg.Linger > 0 {
+		select {
+		case c.arrived <- struct{}{}:
+		default:
+		}
 	}
 	lead := c.running < c.cfg.MaxRuns
 	if lead {
