@@ -213,7 +213,19 @@ type Request struct {
 	// span; each attempt is a child of it, a span of its own). The task's
 	// Tracestate and Baggage headers go as they are.
 	Trace Trace
+	// Sign, when set, signs the attempt as it is sent: it reads the body
+	// (a body by reference is read from the blob store to sign, then
+	// opened again to send, so memory stays bounded) and returns headers
+	// to send, over any of the task's headers of those names. An error
+	// fails the attempt before any connection is used.
+	Sign func(body io.Reader) ([]Header, error)
+	// Extra are headers to send over any of the task's of the same names
+	// (a destination's headers and credentials), in canonical form.
+	Extra []Header
 }
+
+// Header is one header field, its name in canonical form.
+type Header struct{ Name, Value string }
 
 // Trace is the W3C trace context of one attempt: the task's trace, the
 // attempt's own span (the target's parent) and the trace flags.

@@ -103,8 +103,15 @@ func (d *Dispatcher) do(ctx context.Context, deadline time.Time, u *url.URL, r *
 			return c.fail(err)
 		}
 	}
+	var signed []Header
+	if r.Sign != nil {
+		var err error
+		if signed, err = d.sign(ctx, r); err != nil {
+			return c.fail(err)
+		}
+	}
 	c.replayable = replayable(r)
-	c.build(u, r)
+	c.build(u, r, signed)
 	return d.client.Do(&c.req, &c.resp)
 }
 
@@ -123,7 +130,7 @@ func (d *Dispatcher) release(c *call) {
 // or change a header, it is told not to: the head is the request line and
 // these fields, in this order. checkRequest has made sure that the host
 // names are ASCII.
-func (c *call) build(u *url.URL, r *Request) {
+func (c *call) build(u *url.URL, r *Request, signed []Header) {
 	req := &c.req
 	req.SetUserValue(callKey{}, c)
 	h := &req.Header
@@ -162,12 +169,20 @@ func (c *call) build(u *url.URL, r *Request) {
 	for k, v := range r.Headers {
 		k = textproto.CanonicalMIMEHeaderKey(k)
 		switch {
-		case managed(k), k == "Idempotency-Key" && r.IdempotencyKey != "", k == "Traceparent" && traced:
+		case managed(k), k == "Idempotency-Key" && r.IdempotencyKey != "", k == "Traceparent" && traced,
+			overridden(k, r.Extra), overridden(k, signed):
 			continue
 		case k == "User-Agent":
 			agent = true
 		}
 		h.Add(k, v)
+	}
+	for _, x := range r.Extra {
+		agent = agent || x.Name == "User-Agent"
+		h.Add(x.Name, x.Value)
+	}
+	for _, x := range signed {
+		h.Add(x.Name, x.Value)
 	}
 	if !agent {
 		h.Add("User-Agent", defaultUserAgent)

@@ -26,6 +26,7 @@ import (
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/service/internal/targeturl"
+	"github.com/retrykit/retry/service/store"
 )
 
 // Tuning of admission; see the package documentation.
@@ -244,12 +245,5 @@ func Key(rawURL string) string {
 // last: HeldMessage after the error of its last attempt, said once however
 // often the task is held.
 func HeldError(last string) string {
-	const suffix = " (" + HeldMessage + ")"
-	switch {
-	case last == "" || last == HeldMessage:
-		return HeldMessage
-	case strings.HasSuffix(last, suffix):
-		return last
-	}
-	return last + suffix
+	return store.HeldError(last, strings.TrimPrefix(HeldMessage, "held: "))
 }
