@@ -29,6 +29,11 @@ type Destination struct {
 // where retryd keeps its destinations. The scheduler reads them at each
 // attempt (through a cache), the API writes them. Callers find it with a
 // type assertion, st.(store.Destinations).
+//
+// Every method refuses an empty tenant or ID with ErrInvalid, a list's
+// empty tenant too: no destination has one, and a caller that passes one
+// has lost it somewhere. A deleted destination's ID is free again: a
+// create makes it anew, at Version 1.
 type Destinations interface {
 	// DestinationCreate stores d at Version 1, CreatedAt and UpdatedAt
 	// its CreatedAt (the current time when zero). An existing (Tenant, ID)

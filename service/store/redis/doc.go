@@ -58,16 +58,17 @@
 //	<prefix>{inst}:sendto    hash of instance → send horizon (ms, store.SendHorizon)
 //
 // Every script (lua/*.lua) names all the keys it touches in KEYS, and they
-// all belong to one partition, or for policies to one tenant
-// (<prefix>{t:<hash>}:pol:<tenant> and :polids:<tenant>), or for instances
-// to {inst}: each runs in one slot, so the store works on Redis Cluster
-// unchanged. Two exceptions: lua/leases.lua (a beat's lease extension,
-// ReclaimDead) reads the held hash first and only then knows which task
-// hashes to touch, so it names them from the partition's base; they are in
-// the partition's slot all the same. And lua/createfast.lua, which a Store
-// runs only on a server without cluster mode, writes the three records
-// below with the tasks (see TaskCreateBatch). A claim moves due
-// IDs from the due set to the lease set and bumps each task's version in
+// all belong to one partition, or for policies and destinations to one
+// tenant (<prefix>{t:<hash>}:pol:<tenant> and :polids:<tenant>; a hash per
+// destination, :dst:<len(tenant)>:<tenant><id>, and :dstids:<tenant>), or
+// for instances to {inst}: each runs in one slot, so the store works on
+// Redis Cluster unchanged. Two exceptions: lua/leases.lua (a beat's lease
+// extension, ReclaimDead) reads the held hash first and only then knows
+// which task hashes to touch, so it names them from the partition's base;
+// they are in the partition's slot all the same. And lua/createfast.lua,
+// which a Store runs only on a server without cluster mode, writes the
+// three records below with the tasks (see TaskCreateBatch). A claim moves
+// due IDs from the due set to the lease set and bumps each task's version in
 // one script run; the same script reclaims expired leases, logging the lost
 // attempt; the finish script is fenced on each task's version. Claims and
 // retries touch the list indexes not at all (both are LIVE).

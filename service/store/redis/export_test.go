@@ -24,6 +24,7 @@ func ScriptNames(s *Store) map[string]string {
 		s.sc.transition.Hash(): "transition", s.sc.attempts.Hash(): "attempts", s.sc.policy.Hash(): "policy",
 		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list", s.sc.purge.Hash(): "purge",
 		s.sc.instance.Hash(): "instance", s.sc.bury.Hash(): "bury", s.sc.leases.Hash(): "leases",
+		s.sc.destCreate.Hash(): "destcreate", s.sc.destUpdate.Hash(): "destupdate", s.sc.destDelete.Hash(): "destdelete",
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 // keys names the store's keys under one prefix. Every key a script touches
 // belongs to one partition and starts with that partition's base, whose
 // hash tag {p:N} puts them all in one Redis Cluster slot; the tenant-level
-// policy keys share the tag {t:…} of their tenant instead. The keys outside
-// both (configuration, creation counter, ID and idempotency records) are
-// only ever read or written one at a time.
+// policy and destination keys share the tag {t:…} of their tenant instead.
+// The keys outside both (configuration, creation counter, ID and
+// idempotency records) are only ever read or written one at a time.
 type keys struct {
 	prefix string
 	bases  []string // bases[p] is the prefix of partition p's keys
@@ -112,6 +112,16 @@ func (k keys) indexes(l loc, state string) [3]string {
 // policyIDs the sorted set that pages through them by ID.
 func (k keys) policies(tenant string) string  { return k.tenantBase(tenant) + "pol:" + tenant }
 func (k keys) policyIDs(tenant string) string { return k.tenantBase(tenant) + "polids:" + tenant }
+
+// destination is the hash of one destination of tenant (its spec, request
+// hash, version and times), and destinationIDs the sorted set, all scored
+// 0, that pages through the tenant's destinations by ID. Both share the
+// tenant's hash tag, with its policies'. The tenant's name is
+// length-prefixed before the ID, so no two destinations share a key.
+func (k keys) destination(tenant, id string) string {
+	return k.tenantBase(tenant) + "dst:" + strconv.Itoa(len(tenant)) + ":" + tenant + id
+}
+func (k keys) destinationIDs(tenant string) string { return k.tenantBase(tenant) + "dstids:" + tenant }
 
 func (k keys) tenantBase(tenant string) string {
 	h := fnv.New64a()

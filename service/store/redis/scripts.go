@@ -48,12 +48,19 @@ var (
 	gatherLua string
 	//go:embed lua/newtask.lua
 	newTaskLua string
+	//go:embed lua/destcreate.lua
+	destCreateLua string
+	//go:embed lua/destupdate.lua
+	destUpdateLua string
+	//go:embed lua/destdelete.lua
+	destDeleteLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
 type scripts struct {
 	create, claim, finish, transition, list, attempts, policy, release, due, purge, tcountsFill *goredis.Script
 	createFast, instance, bury, leases                                                          *goredis.Script
+	destCreate, destUpdate, destDelete                                                          *goredis.Script
 }
 
 func newScripts() scripts {
@@ -73,6 +80,9 @@ func newScripts() scripts {
 		instance:    goredis.NewScript(instanceLua),
 		bury:        goredis.NewScript(buryLua),
 		leases:      goredis.NewScript(withPrelude(leasesLua)),
+		destCreate:  goredis.NewScript(destCreateLua),
+		destUpdate:  goredis.NewScript(destUpdateLua),
+		destDelete:  goredis.NewScript(destDeleteLua),
 	}
 }
 

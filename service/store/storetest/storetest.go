@@ -41,6 +41,11 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"PolicyPut", testPolicyPut},
 		{"PolicyList", testPolicyList},
+		{"DestinationCreate", testDestinationCreate},
+		{"DestinationUpdate", testDestinationUpdate},
+		{"DestinationDelete", testDestinationDelete},
+		{"DestinationList", testDestinationList},
+		{"DestinationClose", testDestinationClose},
 		{"TaskCreate", testTaskCreate},
 		{"TaskCreateBatch", testTaskCreateBatch},
 		{"TaskRoundTrip", testTaskRoundTrip},
