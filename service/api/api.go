@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/blob"
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/secrets"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -127,6 +129,21 @@ type Config struct {
 	History History
 	// Now reads the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Keys seals secrets at rest: destinations' credentials and signing
+	// secrets, and the task headers that carry credentials (Authorization,
+	// Proxy-Authorization, Cookie and SecretHeaders), whose values answers
+	// then show as secrets.Mask. nil keeps task headers as given and
+	// answers 503 to the destination routes.
+	Keys *secrets.Keyring
+	// SecretHeaders names more task headers to seal, beside
+	// Authorization, Proxy-Authorization and Cookie.
+	SecretHeaders []string
+	// DestinationBounds are the operator's limits on destinations.
+	DestinationBounds destination.Bounds
+	// DestinationChanged, when set, is told of each destination the API
+	// changed, so that this process's scheduler reads it again at once.
+	DestinationChanged func(tenant, id string)
 }
 
 // Route is one method and path pattern the handler serves, as written in
@@ -166,6 +183,14 @@ func (s *server) routeTable() []route {
 		{Route{http.MethodGet, "/dead-letters"}, s.deadLetterList},
 		{Route{http.MethodGet, "/dead-letters/causes"}, s.deadLetterCauses},
 		{Route{http.MethodGet, "/overview"}, s.overview},
+		{Route{http.MethodPost, "/destinations"}, s.destinationCreate},
+		{Route{http.MethodGet, "/destinations"}, s.destinationList},
+		{Route{http.MethodGet, "/destinations/{destinationId}"}, s.destinationGet},
+		{Route{http.MethodPatch, "/destinations/{destinationId}"}, s.destinationPatch},
+		{Route{http.MethodDelete, "/destinations/{destinationId}"}, s.destinationDelete},
+		{Route{http.MethodPost, "/destinations/{destinationId}/pause"}, s.destinationStatus(destination.Paused)},
+		{Route{http.MethodPost, "/destinations/{destinationId}/resume"}, s.destinationStatus(destination.Active)},
+		{Route{http.MethodPost, "/destinations/{destinationId}/signing-secret/rotate"}, s.destinationRotate},
 	}
 }
 
@@ -198,6 +223,11 @@ type server struct {
 	history      History      // nil: GET /overview has no series
 	now          func() time.Time
 	mux          *http.ServeMux
+	keys         *secrets.Keyring   // nil: no sealing, no destinations
+	sealed       map[string]bool    // canonical names of the task headers sealed
+	dests        store.Destinations // nil: the store keeps none
+	destBounds   destination.Bounds
+	destChanged  func(tenant, id string)
 }
 
 // New returns the API's handler. It is safe for concurrent use. Its only
@@ -218,6 +248,9 @@ func New(cfg Config) (http.Handler, error) {
 		maxLarge: cmp.Or(cfg.MaxLargeBodyBytes, DefaultMaxLargeBodyBytes),
 		policies: newPolicyCache(cfg.PolicyCacheSize), history: cfg.History, now: cfg.Now, mux: http.NewServeMux(),
 	}
+	s.keys, s.destBounds, s.destChanged = cfg.Keys, cfg.DestinationBounds, cfg.DestinationChanged
+	s.dests, _ = cfg.Store.(store.Destinations)
+	s.sealed = destination.SecretHeaderNames(cfg.SecretHeaders)
 	if _, ok := cfg.Store.(store.CreateClaimer); !ok {
 		s.handoff = nil
 	}

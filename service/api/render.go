@@ -3,6 +3,8 @@ package api
 import (
 	"time"
 
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/secrets"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/tracing"
 )
@@ -18,7 +20,9 @@ type list[T any] struct {
 type task struct {
 	TaskID             string            `json:"taskId"`
 	IdempotencyKey     string            `json:"idempotencyKey"`
-	TargetURL          string            `json:"targetUrl"`
+	TargetURL          string            `json:"targetUrl,omitempty"`
+	DestinationID      string            `json:"destinationId,omitempty"`
+	Path               *string           `json:"path,omitempty"` // with DestinationID: under its url
 	Method             string            `json:"method"`
 	Headers            map[string]string `json:"headers"`
 	Body               *string           `json:"body,omitempty"`
@@ -47,13 +51,16 @@ type task struct {
 func taskJSON(t *store.Task) *task {
 	out := &task{
 		TaskID: t.ID, IdempotencyKey: t.IdempotencyKey, TargetURL: t.TargetURL, Method: t.Method,
-		Headers: t.Headers, PolicyID: t.PolicyID, Status: t.Status, AttemptNumber: t.AttemptNumber,
+		Headers: destination.MaskHeaders(t.Headers, secrets.Mask), PolicyID: t.PolicyID, Status: t.Status, AttemptNumber: t.AttemptNumber,
 		CreatedAt: t.CreatedAt.UnixMilli(), UpdatedAt: t.UpdatedAt.UnixMilli(),
 		FinishedAt: optMillis(t.FinishedAt), LastError: t.LastError, LastResponseStatus: t.LastStatus,
 		Cause: taskCause(t), TraceID: tracing.Of(t.ID, t.Headers).TraceID.String(),
 	}
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
+	}
+	if id, path, ok := destination.ParseTarget(t.TargetURL); ok {
+		out.TargetURL, out.DestinationID, out.Path = "", id, &path
 	}
 	switch {
 	case t.BodyRef != "":

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/retrykit/retry/service/destination"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -133,8 +134,12 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 	at := make([]int, 0, len(raws)) // at[j] is the item of tasks[j]
 	known := make(map[string]bool)
 	rule := s.bodyRefRule(tenant)
+	dests := make(map[string]*destination.Destination)
 	for i, raw := range raws {
 		req, err := s.parseItem(raw, now, rule)
+		if err == nil {
+			err = s.resolveDestination(ctx, tenant, req, dests)
+		}
 		if err != nil {
 			fail(i, err)
 			continue
@@ -157,7 +162,7 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 		if err := s.settleBody(ctx, req); err != nil {
 			return err
 		}
-		tasks = append(tasks, req.newTask(tenant, now))
+		tasks = append(tasks, s.sealHeaders(req.newTask(tenant, now)))
 		at = append(at, i)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/retrykit/retry/service/blob"
+	"github.com/retrykit/retry/service/destination"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/tracing"
 )
@@ -34,12 +35,17 @@ type taskRequest struct {
 	streamed *bodyBuffer
 	// bodyRef is the caller's bodyRef, or the reference of the body retryd
 	// put in the blob store (moved).
-	bodyRef   string
-	moved     *blob.Blob // the body settleBody put in the blob store
-	hashHead  []byte     // the moved body's bytes when at most hashInlineMax, for hash
-	policyID  string
-	key       string // "" when the client sent none
-	notBefore *int64 // epoch ms; nil when the client sent none
+	bodyRef  string
+	moved    *blob.Blob // the body settleBody put in the blob store
+	hashHead []byte     // the moved body's bytes when at most hashInlineMax, for hash
+	policyID string
+	// destinationID names the task's destination, "" for none; path is
+	// then the task's path under its URL, or targetURL a URL under it,
+	// until resolveDestination makes targetURL the destination's form.
+	destinationID string
+	path          string
+	key           string // "" when the client sent none
+	notBefore     *int64 // epoch ms; nil when the client sent none
 }
 
 // bodyValue is a body or bodyBase64 member as read: its bytes (decoded from
@@ -67,10 +73,22 @@ func parseTask(data []byte, now time.Time, rule func(string) string) (*taskReque
 
 // checkTask checks the members of a task.
 func checkTask(f *fields, now time.Time, rule func(string) string) (*taskRequest, error) {
-	f.unknown("targetUrl", "method", "headers", "body", "bodyBase64", "bodyRef", "policyId", "idempotencyKey", "notBefore")
+	f.unknown("targetUrl", "method", "headers", "body", "bodyBase64", "bodyRef", "policyId", "idempotencyKey", "notBefore",
+		"destinationId", "path")
 	req := &taskRequest{method: http.MethodPost}
 
-	req.targetURL, _ = f.check("targetUrl", true, checkTargetURL)
+	req.destinationID, _ = f.check("destinationId", false, checkDestinationID)
+	_, hasTarget := f.raw("targetUrl")
+	_, hasPath := f.raw("path")
+	switch {
+	case req.destinationID == "" && hasPath:
+		f.bad("path", "needs a destinationId")
+	case req.destinationID != "" && hasPath && hasTarget:
+		f.bad("path", "give a path or a targetUrl under the destination's url, not both")
+	case hasPath:
+		req.path, _ = f.str("path")
+	}
+	req.targetURL, _ = f.check("targetUrl", req.destinationID == "", checkTargetURL)
 	if m, ok := f.check("method", false, func(m string) string { _, why := checkMethod(m); return why }); ok {
 		req.method, _ = checkMethod(m)
 	}
@@ -322,6 +340,9 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 		return err
 	}
 	defer req.discard()
+	if err := s.resolveDestination(ctx, tenant, req, nil); err != nil {
+		return err
+	}
 	req.inheritTrace(r.Header)
 	if known, err := s.policyKnown(ctx, tenant, req.policyID); err != nil {
 		return storeError(err, "policy")
@@ -331,7 +352,7 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	if err := s.settleBody(ctx, req); err != nil {
 		return err
 	}
-	nt := req.newTask(tenant, now)
+	nt := s.sealHeaders(req.newTask(tenant, now))
 	reserved := s.claimAtCreate([]*store.Task{nt})
 	t, created, err := s.store.TaskCreate(createCtx(ctx, reserved), nt)
 	if created {
@@ -347,4 +368,13 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	s.writeJSON(w, status, taskJSON(t))
 	return nil
+}
+
+// sealHeaders seals t's credential headers, once its request hash is taken
+// over them in the clear: a repeat of the request is still a repeat.
+func (s *server) sealHeaders(t *store.Task) *store.Task {
+	if s.keys != nil {
+		t.Headers = destination.SealHeaders(s.keys, t.Tenant, t.ID, t.Headers, s.sealed)
+	}
+	return t
 }

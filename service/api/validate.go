@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/retrykit/retry/service/destination"
+
 	"encoding/json"
 	"fmt"
 	"math"
@@ -204,4 +206,12 @@ func checkNotBefore(raw json.RawMessage, now time.Time) (int64, string) {
 		return 0, fmt.Sprintf("is more than %d days in the past: milliseconds, not seconds? (omit notBefore to run at once)", span/86400000)
 	}
 	return ms, ""
+}
+
+// checkDestinationID is the rule of a task's destinationId, "" meaning none.
+func checkDestinationID(id string) string {
+	if id == "" || destination.ValidID(id) {
+		return ""
+	}
+	return fmt.Sprintf("must be 1 to %d letters, digits, '.', '_' or '-'", destination.MaxIDLength)
 }

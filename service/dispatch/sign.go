@@ -46,4 +46,3 @@ func overridden(k string, hs []Header) bool {
 	}
 	return false
 }
-

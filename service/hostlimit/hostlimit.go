@@ -48,7 +48,10 @@ const (
 
 // HeldMessage is what a held task's lastError says, after the error of
 // its last attempt.
-const HeldMessage = "held: target overloaded"
+const HeldMessage = "held: " + HeldReason
+
+// HeldReason is why a task held by its host's limiter waits.
+const HeldReason = "target overloaded"
 
 // Limits hands out one Host per target host and Setting, made on first
 // use: the policies that say nothing share a host's limiter, set up by
@@ -245,5 +248,5 @@ func Key(rawURL string) string {
 // last: HeldMessage after the error of its last attempt, said once however
 // often the task is held.
 func HeldError(last string) string {
-	return store.HeldError(last, strings.TrimPrefix(HeldMessage, "held: "))
+	return store.HeldError(last, HeldReason)
 }

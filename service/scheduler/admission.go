@@ -25,11 +25,11 @@ type HeldRecorder interface {
 // it waits for its slot and returns the host to report the attempt's
 // outcome to (nil without admission). Held back, it queues t's hand-back,
 // PENDING and uncharged, and reports held.
-func (s *Scheduler) admit(ctx context.Context, t *store.Task, set hostlimit.Setting) (h *hostlimit.Host, held bool) {
+func (s *Scheduler) admit(ctx context.Context, t *store.Task, set hostlimit.Setting, target string) (h *hostlimit.Host, held bool) {
 	if s.cfg.HostLimits == nil || !s.cfg.HostLimits.On(set) {
 		return nil, false // before Key, which reads the URL: most policies are off
 	}
-	if h = s.cfg.HostLimits.Get(hostlimit.Key(t.TargetURL), set); h == nil {
+	if h = s.cfg.HostLimits.Get(hostlimit.Key(target), set); h == nil {
 		return nil, false
 	}
 	now := time.Now()
@@ -38,7 +38,7 @@ func (s *Scheduler) admit(ctx context.Context, t *store.Task, set hostlimit.Sett
 		if s.held != nil {
 			s.held.Held(h.Name, errors.Is(err, retry.ErrCircuitOpen))
 		}
-		s.queue(t, holdBack(t, until, now))
+		s.queue(t, holdBack(t, until, now, hostlimit.HeldReason))
 		return nil, true
 	}
 	if wait > 0 {
@@ -54,7 +54,7 @@ func (s *Scheduler) admit(ctx context.Context, t *store.Task, set hostlimit.Sett
 
 // holdBack hands t back unsent, due at until: PENDING, its attempt not
 // charged (store.Finish.Held), its lastError saying why it waits.
-func holdBack(t *store.Task, until, now time.Time) store.Finish {
+func holdBack(t *store.Task, until, now time.Time, why string) store.Finish {
 	return store.Finish{
 		TaskID:        t.ID,
 		Version:       t.Version,
@@ -62,7 +62,7 @@ func holdBack(t *store.Task, until, now time.Time) store.Finish {
 		Held:          true,
 		NextAttemptAt: store.CeilMillis(until),
 		PrevDelay:     t.PrevDelay,
-		LastError:     hostlimit.HeldError(t.LastError),
+		LastError:     store.HeldError(t.LastError, why),
 		LastStatus:    t.LastStatus,
 		Now:           now,
 	}

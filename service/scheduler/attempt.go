@@ -3,8 +3,11 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/gate"
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/store"
 )
@@ -38,19 +41,39 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		s.queue(t, notSent(t, store.Failed, "policy "+t.PolicyID+": "+err.Error(), time.Now()))
 		return
 	}
+	// A paused destination holds its tasks before their budget is
+	// checked: a task waits out a pause, and a budget spent meanwhile
+	// ends it only once the destination is active again.
+	target := t.TargetURL
+	var call *gate.Call
+	if destination.IsTarget(target) {
+		if call = s.destination(ctx, t); call == nil {
+			return
+		}
+		target = call.URL
+	}
 	if f, stop := precheck(t, p, start); stop {
 		s.queue(t, f)
 		return
 	}
-	host, held := s.admit(ctx, t, hostSetting)
+	host, held := s.admit(ctx, t, hostSetting, target)
 	if held {
 		return
+	}
+	if call != nil {
+		if h := call.Acquire(ctx); h != nil {
+			s.queue(t, holdBack(t, h.Until, time.Now(), h.Reason))
+			return
+		}
 	}
 	if s.horizon != nil {
 		// The store must know that this attempt may be sent before it
 		// is: should this process die, a task it never sent is then
 		// taken back without its attempt charged (store.SendHorizon).
 		if err := s.horizon.MaySend(ctx, t); err != nil {
+			if call != nil {
+				call.Done(ctx, &dispatch.Result{}, false)
+			}
 			if ctx.Err() != nil {
 				return // shutting down: the lease is taken back
 			}
@@ -60,8 +83,17 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		}
 	}
 	tr, span := s.startAttempt(t)
-	res := s.send(ctx, t, p.AttemptTimeout, tr)
+	res := s.send(ctx, t, call, p.AttemptTimeout, tr)
 	s.report(ctx, host, p, &res)
+	if call != nil && call.Done(ctx, &res, res.Outcome(p) == dispatch.Success) {
+		// The target refused a stale OAuth2 token: the token is dropped
+		// and the task goes again at once, this attempt not charged.
+		if span != nil {
+			endAttempt(span, t, &res, p)
+		}
+		s.queue(t, holdBack(t, time.Now(), time.Now(), gate.HeldToken))
+		return
+	}
 	if span != nil {
 		endAttempt(span, t, &res, p)
 	}
@@ -75,16 +107,12 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 	s.commits <- b
 }
 
-// send makes t's attempt. A policy's AttemptTimeout shortens the
-// dispatcher's own bound for its tasks; it cannot lengthen it, since the
-// lease was sized to that bound.
-func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Duration, tr dispatch.Trace) dispatch.Result {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	return s.disp.Send(ctx, dispatch.Request{
+// send makes t's attempt, through call when its task names a destination.
+// A policy's AttemptTimeout shortens the dispatcher's own bound for its
+// tasks, and a destination's timeout sets it; neither outlasts the lease,
+// which was sized to the longest.
+func (s *Scheduler) send(ctx context.Context, t *store.Task, call *gate.Call, timeout time.Duration, tr dispatch.Trace) dispatch.Result {
+	req := dispatch.Request{
 		Method:         t.Method,
 		URL:            t.TargetURL,
 		Headers:        t.Headers,
@@ -92,7 +120,50 @@ func (s *Scheduler) send(ctx context.Context, t *store.Task, timeout time.Durati
 		BodyRef:        t.BodyRef, // read from the blob store, and streamed, at each attempt
 		IdempotencyKey: t.IdempotencyKey,
 		Trace:          tr,
-	})
+	}
+	if h, err := destination.OpenHeaders(s.cfg.Keys, t.Tenant, t.ID, t.Headers); err != nil {
+		return dispatch.Result{Start: time.Now(), Err: fmt.Errorf("a sealed header does not open: %w", err)}
+	} else {
+		req.Headers = h
+	}
+	disp := s.disp
+	if call != nil {
+		disp = call.Dispatcher()
+		if d := call.Timeout(); d > 0 && (timeout <= 0 || d < timeout) {
+			timeout = d
+		}
+		var err error
+		if req, err = call.Request(ctx, t, req); err != nil {
+			// The credentials could not be had: the attempt's failure,
+			// charged like a connection refused, and nothing was sent.
+			return dispatch.Result{Start: time.Now(), Err: err}
+		}
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return disp.Send(ctx, req)
+}
+
+// destination admits t, whose target is a destination, through the gate:
+// the call to make, or nil when t was handed back (held: paused, disabled,
+// the destination unreadable) or failed (no such destination).
+func (s *Scheduler) destination(ctx context.Context, t *store.Task) *gate.Call {
+	now := time.Now()
+	if s.cfg.Destinations == nil {
+		s.queue(t, notSent(t, store.Failed, "the task names a destination, and this retryd has none configured", now))
+		return nil
+	}
+	call, hold, err := s.cfg.Destinations.Admit(ctx, t)
+	switch {
+	case err != nil:
+		s.queue(t, notSent(t, store.Failed, err.Error(), now))
+	case hold != nil:
+		s.queue(t, holdBack(t, hold.Until, now, hold.Reason))
+	}
+	return call
 }
 
 // finished is an outcome waiting for its group commit, with what the

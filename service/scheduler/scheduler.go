@@ -27,6 +27,8 @@ import (
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/gate"
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/hostlimit"
 	"github.com/retrykit/retry/service/metrics"
@@ -159,6 +161,15 @@ type Config struct {
 	// task as children; nil records none. Attempts carry their
 	// traceparent either way.
 	Tracer trace.TracerProvider
+	// Destinations, when set, keeps the contract of the destinations
+	// tasks name (see package gate): a task held back by it is not sent,
+	// and goes back to PENDING uncharged, its lastError saying why. nil
+	// fails the tasks that name one.
+	Destinations *gate.Gate
+	// Keys opens the task headers the API sealed (see
+	// destination.SealHeaders) as each attempt is sent; nil leaves them
+	// sealed, and an attempt of a task that has one fails.
+	Keys destination.Sealer
 }
 
 // Scheduler runs due tasks. Create it with New, start it with Run; Wake is
@@ -209,10 +220,14 @@ func New(cfg Config) (*Scheduler, error) {
 	setDefault(&cfg.ShutdownGrace, DefaultShutdownGrace)
 	cfg.ClaimBatch = min(cfg.ClaimBatch, store.MaxClaimLimit)
 	cfg.Rand = backoff.Locked(cfg.Rand)
-	spare := cfg.Lease - cfg.Dispatcher.Timeout() - leaseMargin
+	longest := cfg.Dispatcher.Timeout()
+	if cfg.Destinations != nil {
+		longest = max(longest, cfg.Destinations.MaxTimeout())
+	}
+	spare := cfg.Lease - longest - leaseMargin
 	if spare < 0 {
 		return nil, fmt.Errorf("scheduler: lease %v is too short: attempts may take %v, so it must be at least %v",
-			cfg.Lease, cfg.Dispatcher.Timeout(), cfg.Dispatcher.Timeout()+leaseMargin)
+			cfg.Lease, longest, longest+leaseMargin)
 	}
 	s := &Scheduler{
 		cfg: cfg, st: cfg.Store, disp: cfg.Dispatcher, rec: cfg.Recorder, obs: cfg.Observer, log: cfg.Logger,

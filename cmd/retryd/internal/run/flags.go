@@ -56,6 +56,7 @@ type Config struct {
 	Retention                   time.Duration // how long finished tasks are kept (sweep.go); 0 for ever
 	BlobConfig                                // --blobs and the flags of large bodies (blobs.go)
 	HostLimitConfig                           // --host-limiter and its settings (hostlimit.go)
+	SecretsConfig                             // --secrets-key-file and the destinations' bounds (destinations.go)
 	// Getenv reads the standard OTEL_* variables that turn span export on
 	// (tracing.go); nil leaves it off.
 	Getenv func(string) string
@@ -159,6 +160,7 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", scheduler.DefaultShutdownGrace, "on SIGINT/SIGTERM, how long attempts in flight may finish")
 	retentionFlags(fs, c)
 	hostLimitFlags(fs, &c.HostLimitConfig)
+	secretsFlags(fs, &c.SecretsConfig)
 	return fs
 }
 

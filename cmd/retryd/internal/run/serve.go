@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/retrykit/retry/service/api"
 	"github.com/retrykit/retry/service/console"
+	"github.com/retrykit/retry/service/destination"
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/metrics"
 	"github.com/retrykit/retry/service/scheduler"
@@ -39,6 +41,14 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		return err
 	}
 	blobPlan, err := planBlobs(c, storeKindOf(c.Store))
+	if err != nil {
+		return err
+	}
+	kind, err := storeKind(c.Store)
+	if err != nil {
+		return err
+	}
+	keys, err := loadKeys(c, kind, log)
 	if err != nil {
 		return err
 	}
@@ -83,17 +93,26 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
+	maxTimeout := cmp.Or(c.DestinationMaxTimeout, disp.Timeout())
+	gates, err := openGate(st, keys, disp, c.Lease, maxTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer gates.Close()
 	sched, err := scheduler.New(scheduler.Config{
 		// The metrics count attempts from the scheduler's events; at
 		// Debug, the scheduler logs each of them itself (retry.Log).
 		Store: st, Dispatcher: disp, Recorder: m, Observer: m, Logger: log,
 		Workers: c.Workers, Lease: c.Lease, CommitWait: noWaitIfZero(c.CommitWait), ShutdownGrace: c.ShutdownGrace, Tracer: tp, HostLimits: hosts,
+		Destinations: gates, Keys: keys,
 	})
 	if err != nil {
 		return err
 	}
 	apiHandler, err := api.New(api.Config{Store: st, Waker: sched, Handoff: sched, Tokens: tokens, Logger: log, History: m,
-		Blobs: blobs, BlobThreshold: c.BlobThreshold, MaxLargeBodyBytes: c.MaxBody, AllowBodyRefs: c.AllowBodyRefs})
+		Blobs: blobs, BlobThreshold: c.BlobThreshold, MaxLargeBodyBytes: c.MaxBody, AllowBodyRefs: c.AllowBodyRefs,
+		Keys: keys, SecretHeaders: c.SecretHeaders, DestinationBounds: destination.Bounds{MaxTimeout: maxTimeout},
+		DestinationChanged: gates.Forget})
 	if err != nil {
 		return err
 	}

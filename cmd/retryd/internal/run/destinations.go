@@ -1,0 +1,121 @@
+package run
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/retrykit/retry/service/destination/gate"
+	"github.com/retrykit/retry/service/destination/limits"
+	"github.com/retrykit/retry/service/destination/secrets"
+	"github.com/retrykit/retry/service/dispatch"
+	"github.com/retrykit/retry/service/store"
+)
+
+// SecretsConfig is what the flags of secrets and destinations say.
+type SecretsConfig struct {
+	// SecretsKeyFile holds the key that seals secrets at rest: 32 random
+	// bytes in base64. On the embedded store it defaults to the store's
+	// path with ".key" added, made at first start; a shared store needs
+	// it, the same file for every instance.
+	SecretsKeyFile string
+	// SecretsOldKeyFiles are keys SecretsKeyFile replaced, which still
+	// open what they sealed until `retryd secrets rotate-key` has sealed
+	// it again.
+	SecretsOldKeyFiles []string
+	// SecretHeaders names task headers to seal besides Authorization,
+	// Proxy-Authorization and Cookie.
+	SecretHeaders []string
+	// DestinationMaxTimeout bounds a destination's timeoutMs; 0 means
+	// the attempt timeout.
+	DestinationMaxTimeout time.Duration
+}
+
+func secretsFlags(fs *flag.FlagSet, c *SecretsConfig) {
+	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", "",
+		"`file` of the key (32 random bytes in base64, as `openssl rand -base64 32` writes) that seals credentials and signing secrets at rest; "+
+			"default on the embedded store: the store's path + \".key\", made at first start (mode 0600); required on a shared store, the same for every instance")
+	fs.Var(listFlag{&c.SecretsOldKeyFiles}, "secrets-old-key-files",
+		"key `files` the current key replaced (comma-separated): they still open what they sealed until `retryd secrets rotate-key` seals it again")
+	fs.Var(listFlag{&c.SecretHeaders}, "secret-headers",
+		"task header `names` (comma-separated) to seal at rest and mask in answers, besides Authorization, Proxy-Authorization and Cookie")
+	fs.DurationVar(&c.DestinationMaxTimeout, "destination-max-timeout", 0,
+		"the longest timeoutMs a destination may set (0: --attempt-timeout); the lease must exceed it by a second")
+}
+
+// listFlag is a flag of comma-separated values, repeatable.
+type listFlag struct{ v *[]string }
+
+func (l listFlag) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*l.v = append(*l.v, part)
+		}
+	}
+	return nil
+}
+
+// loadKeys returns the keyring of c: its key file's, made at first start
+// on the embedded store.
+func loadKeys(c Config, kind string, log *slog.Logger) (*secrets.Keyring, error) {
+	path := c.SecretsKeyFile
+	if path == "" {
+		if kind != "sqlite" {
+			return nil, usageError{errors.New("--secrets-key-file is required with a shared store, the same file for every instance " +
+				"(make one with: openssl rand -base64 32 > retryd.key && chmod 600 retryd.key)")}
+		}
+		path = strings.TrimPrefix(c.Store, "sqlite://") + ".key"
+		kr, created, err := secrets.EnsureKeyFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("secrets key: %w", err)
+		}
+		if created {
+			log.Info("made a new secrets key; back it up with the database: without it, the secrets it sealed are lost", "file", path)
+		}
+		return kr, nil
+	}
+	kr, err := secrets.LoadKeyFile(path, c.SecretsOldKeyFiles...)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--secrets-key-file: %w", err)}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("the secrets key file can be read by others than its owner; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return nil, usageError{fmt.Errorf("--secrets-key-file %s: %w", path, err)}
+	}
+	return kr, nil
+}
+
+// destinationLimits returns where the rate and in-flight limits of
+// destinations are held: in the store, for every instance sharing it, or
+// in this process when it owns its store.
+func destinationLimits(st store.Store) store.Limits {
+	if l, ok := st.(store.Limits); ok {
+		return l
+	}
+	return limits.NewLocal()
+}
+
+// openGate returns the gate that keeps destinations' contracts at each
+// attempt (package gate), reading them from st.
+func openGate(st store.Store, keys *secrets.Keyring, disp *dispatch.Dispatcher, lease, maxTimeout time.Duration,
+	log *slog.Logger) (*gate.Gate, error) {
+	ds, ok := st.(store.Destinations)
+	if !ok {
+		return nil, fmt.Errorf("store %T keeps no destinations", st)
+	}
+	return gate.New(gate.Config{Store: ds, Limits: destinationLimits(st), Keys: keys, Dispatcher: disp,
+		Hold: lease, MaxTimeout: maxTimeout, Logger: log})
+}

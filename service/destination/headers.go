@@ -1,0 +1,115 @@
+package destination
+
+import (
+	"net/textproto"
+	"strings"
+)
+
+// credentialHeaders are the task headers that carry credentials, sealed at
+// rest and masked in answers whatever the operator adds to them.
+var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// SecretHeaderNames returns the canonical names of the task headers to seal:
+// the credential headers and extra.
+func SecretHeaderNames(extra []string) map[string]bool {
+	out := make(map[string]bool, len(credentialHeaders)+len(extra))
+	for _, n := range credentialHeaders {
+		out[n] = true
+	}
+	for _, n := range extra {
+		out[textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n))] = true
+	}
+	return out
+}
+
+// sealedPrefix begins every sealed value (package secrets' tokens): a
+// cheap test on the attempt path, before the token is opened.
+const sealedPrefix = "sec:v1:"
+
+// headerAD is what a task header is sealed for: its tenant, task and name.
+func headerAD(tenant, taskID, name string) []byte {
+	return []byte(tenant + "\x00task\x00" + taskID + "\x00" + textproto.CanonicalMIMEHeaderKey(name))
+}
+
+// SealHeaders returns h with the values of the headers names lists sealed
+// for task taskID of tenant, or h itself when it has none of them.
+func SealHeaders(k Sealer, tenant, taskID string, h map[string]string, names map[string]bool) map[string]string {
+	var out map[string]string
+	for name, v := range h {
+		if !names[textproto.CanonicalMIMEHeaderKey(name)] || strings.HasPrefix(v, sealedPrefix) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(h))
+			for k, v := range h {
+				out[k] = v
+			}
+		}
+		out[name] = k.Seal([]byte(v), headerAD(tenant, taskID, name))
+	}
+	if out == nil {
+		return h
+	}
+	return out
+}
+
+// OpenHeaders returns h with its sealed values opened, or h itself when
+// none is sealed: what an attempt sends.
+func OpenHeaders(k Sealer, tenant, taskID string, h map[string]string) (map[string]string, error) {
+	var out map[string]string
+	for name, v := range h {
+		if !strings.HasPrefix(v, sealedPrefix) {
+			continue
+		}
+		if k == nil {
+			return nil, errNoKeys
+		}
+		plain, err := k.Open(v, headerAD(tenant, taskID, name))
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = make(map[string]string, len(h))
+			for k, v := range h {
+				out[k] = v
+			}
+		}
+		out[name] = string(plain)
+	}
+	if out == nil {
+		return h, nil
+	}
+	return out, nil
+}
+
+// MaskHeaders returns h as answers show it: the values of credential
+// headers, and every sealed one, replaced by mask; h itself when none is.
+func MaskHeaders(h map[string]string, mask string) map[string]string {
+	var out map[string]string
+	for name, v := range h {
+		canon := textproto.CanonicalMIMEHeaderKey(name)
+		if !strings.HasPrefix(v, sealedPrefix) && !isCredential(canon) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(h))
+			for k, v := range h {
+				out[k] = v
+			}
+		}
+		out[name] = mask
+	}
+	if out == nil {
+		return h
+	}
+	return out
+}
+
+func isCredential(canon string) bool {
+	for _, n := range credentialHeaders {
+		if n == canon {
+			return true
+		}
+	}
+	return false
+}
