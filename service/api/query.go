@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/retrykit/retry/service/destination"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -22,6 +23,9 @@ type query struct {
 	targetHost string
 	key        string // idempotencyKey
 	cause      string
+	// destinationID is the destination whose tasks are listed; targetHost
+	// is then its host.
+	destinationID string
 }
 
 // filter is the store's filter of q's parameters for the tenant; the cause
@@ -79,6 +83,7 @@ func parseQuery(r *http.Request, allowed ...string) (query, error) {
 		{"targetHost", checkTargetHost, &q.targetHost},
 		{"idempotencyKey", checkKey, &q.key},
 		{"cause", checkCause, &q.cause},
+		{"destinationId", checkDestinationID, &q.destinationID},
 	} {
 		if v := values.Get(f.name); v != "" {
 			if why := f.check(v); why != "" {
@@ -86,6 +91,13 @@ func parseQuery(r *http.Request, allowed ...string) (query, error) {
 			}
 			*f.to = v
 		}
+	}
+	if q.destinationID != "" {
+		// A destination's tasks have its ID for a host (destination.Target).
+		if q.targetHost != "" {
+			return q, invalid("destinationId", "give destinationId or targetHost, not both")
+		}
+		q.targetHost = destination.HostOf(q.destinationID)
 	}
 	return q, nil
 }

@@ -33,7 +33,7 @@ func (s *server) taskGet(w http.ResponseWriter, r *http.Request, tenant string) 
 }
 
 func (s *server) taskList(w http.ResponseWriter, r *http.Request, tenant string) error {
-	q, err := parseQuery(r, "status", "policyId", "targetHost", "idempotencyKey", "cause", "pageToken", "limit")
+	q, err := parseQuery(r, "status", "policyId", "targetHost", "destinationId", "idempotencyKey", "cause", "pageToken", "limit")
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s *server) taskList(w http.ResponseWriter, r *http.Request, tenant string)
 }
 
 func (s *server) deadLetterList(w http.ResponseWriter, r *http.Request, tenant string) error {
-	q, err := parseQuery(r, "policyId", "targetHost", "cause", "pageToken", "limit")
+	q, err := parseQuery(r, "policyId", "targetHost", "destinationId", "cause", "pageToken", "limit")
 	if err != nil {
 		return err
 	}
