@@ -60,40 +60,55 @@ type Destinations interface {
 // Limits is implemented by the stores several retryd instances share
 // (PostgreSQL, Redis): the rate and in-flight limits of destinations, held
 // for the whole fleet. A process that owns its store keeps them in memory
-// instead (package destination's Local). Callers find it with a type
-// assertion, st.(store.Limits).
+// instead (limits.Local, package service/destination/limits). Callers find
+// it with a type assertion, st.(store.Limits).
 //
 // Rates follow the generic cell rate algorithm: a key's theoretical
 // arrival time (TAT) moves on by 1/PerSecond with each grant, and a grant
 // is made while TAT is no further ahead of now than Burst-1 intervals plus
 // MaxWait. A caller that is refused is given a place in line (RetryAt):
-// each refusal's place is 1/PerSecond after the previous one's, so that
-// refused callers come back paced at the rate, not all at once.
+// each refusal's place is 1/PerSecond after the previous one's, and after
+// the tokens already promised, so that refused callers come back paced at
+// the rate, not all at once. Package limits states the rules exactly, and
+// its limitstest pins them for every implementation.
+//
+// Every time is the caller's (LimitParams.Now), never a server's, taken
+// to the microsecond: callers on several machines need clocks that agree
+// to well within the intervals they limit.
 type Limits interface {
 	// LimitAcquire asks for room for one attempt under p: a rate token
-	// and an in-flight slot, both or neither. It never blocks on the
-	// limit: a refusal is an answer, not an error.
+	// and an in-flight slot, both or neither (when both would refuse,
+	// the answer is the rate's, which carries a place in line). It never
+	// blocks on the limit: a refusal is an answer, not an error. Params
+	// out of range are ErrInvalid (see LimitParams). A call that fails
+	// after the store granted it (a lost reply) leaves its slot taken
+	// until Hold ends it.
 	LimitAcquire(ctx context.Context, p LimitParams) (LimitGrant, error)
-	// LimitRelease frees the in-flight slot a grant took. Releasing a
-	// slot that expired or was released already is not an error.
+	// LimitRelease frees the in-flight slot a grant took under key.
+	// Releasing a slot that expired or was released already, or an empty
+	// slot, is not an error.
 	LimitRelease(ctx context.Context, key, slot string) error
 }
 
-// LimitParams asks Limits.LimitAcquire for room for one attempt.
+// LimitParams asks Limits.LimitAcquire for room for one attempt. Key and
+// Now are required.
 type LimitParams struct {
 	Key string // one per destination: "tenant/destinationID"
 	Now time.Time
-	// PerSecond is the rate limit; 0 means none. Burst is how many
-	// attempts may go at once after a quiet spell; < 1 means 1.
+	// PerSecond is the rate limit; 0 means none, < 0 is invalid. Burst is
+	// how many attempts may go at once after a quiet spell; < 1 means 1.
 	PerSecond float64
 	Burst     int
 	// MaxWait is how far ahead of now a rate token may be granted: the
-	// caller then waits LimitGrant.Wait before it sends.
+	// caller then waits LimitGrant.Wait before it sends. < 0 means 0.
 	MaxWait time.Duration
-	// MaxInFlight caps the slots taken and not released; 0 means no cap.
+	// MaxInFlight caps the slots taken and neither released nor expired;
+	// 0 means no cap (and no slot is taken), < 0 is invalid.
 	MaxInFlight int
 	// Hold is how long a slot lasts when its holder never releases it (a
-	// process that died): the attempt's bound and a margin.
+	// process that died): the attempt's bound and a margin. A slot taken
+	// at Now counts for the calls whose Now is before Now+Hold. Required
+	// with MaxInFlight > 0.
 	Hold time.Duration
 }
 
@@ -101,10 +116,10 @@ type LimitParams struct {
 type LimitGrant struct {
 	OK bool
 	// Wait, when OK, is how long the caller waits before it sends: the
-	// rate token granted is that far ahead of now.
+	// rate token granted is that far ahead of now (at most MaxWait).
 	Wait time.Duration
 	// Slot, when OK and MaxInFlight > 0, names the in-flight slot taken,
-	// for LimitRelease.
+	// for LimitRelease; "" otherwise.
 	Slot string
 	// Reason, when refused, is LimitRate or LimitInFlight.
 	Reason string
