@@ -1,0 +1,222 @@
+package gate_test
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// testSecret is a Standard Webhooks secret the tests give a destination.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestSignedCredentialedAttempt: a task of a destination is sent to the
+// destination's URL and its path, with the destination's credentials and
+// headers over the task's, signed as the Standard Webhooks reference
+// library verifies, webhook-id its idempotency key.
+func TestSignedCredentialedAttempt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	e.call("POST", "/destinations", `{"destinationId":"orders","url":"`+tg.URL+`/v1",
+		"auth":{"type":"bearer","token":"tok-SECRET-bearer"},"headers":{"X-Api-Key":"key-SECRET-header"},
+		"signing":{"scheme":"standard-webhooks","secret":"`+testSecret+`"}}`, http.StatusCreated)
+	tk := e.create(`{"destinationId":"orders","path":"/orders/7?x=1","body":"{\"a\":1}",
+		"headers":{"Authorization":"Bearer task-own","X-Trace":"t1"},"idempotencyKey":"order-7"}`)
+	if tk.DestinationID != "orders" || tk.Path == nil || *tk.Path != "/orders/7?x=1" || tk.TargetURL != "" {
+		t.Errorf("created task = %+v, want destinationId and path, no targetUrl", tk)
+	}
+	e.wait(tk.TaskID, "SUCCEEDED")
+	got := tg.requests()
+	if len(got) != 1 {
+		t.Fatalf("target saw %d requests, want 1", len(got))
+	}
+	r := got[0]
+	if r.Path != "/v1/orders/7?x=1" || r.Header.Get("Authorization") != "Bearer tok-SECRET-bearer" ||
+		r.Header.Get("X-Api-Key") != "key-SECRET-header" || r.Header.Get("X-Trace") != "t1" {
+		t.Errorf("target saw %s with headers %v", r.Path, r.Header)
+	}
+	if id := r.Header.Get("Webhook-Id"); id != "order-7" || r.Header.Get("Idempotency-Key") != "order-7" {
+		t.Errorf("webhook-id %q, idempotency key %q; want both the task's key", id, r.Header.Get("Idempotency-Key"))
+	}
+	wh, err := standardwebhooks.NewWebhook(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(r.Body, r.Header); err != nil {
+		t.Errorf("the reference library refuses the signature: %v (headers %v)", err, r.Header)
+	}
+	if ts := r.Header.Get("Webhook-Timestamp"); ts == "" {
+		t.Error("no webhook-timestamp")
+	}
+}
+
+// TestChangeReachesPendingTasks: a task reads its destination at each
+// attempt, so a new URL and a new token reach a task already failing.
+func TestChangeReachesPendingTasks(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	old := newTarget(t, func(*http.Request) int { return http.StatusUnauthorized }) // the token expired
+	fresh := newTarget(t, func(r *http.Request) int {
+		if r.Header.Get("Authorization") != "Bearer new-token" {
+			return http.StatusUnauthorized
+		}
+		return http.StatusOK
+	})
+	e.call("POST", "/destinations", `{"destinationId":"partner","url":"`+old.URL+`","auth":{"type":"bearer","token":"old-token"}}`, http.StatusCreated)
+	// A 401 is not retryable by default: a policy that retries it.
+	e.call("POST", "/retry-policies", `{"policyId":"auth","backoff":"FIXED","initialDelayMs":300,"maxAttempts":10,"jitterType":"NONE","retryableStatusCodes":[401]}`, http.StatusCreated)
+	tk := e.create(`{"destinationId":"partner","path":"/hook","policyId":"auth"}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(old.requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.call("PATCH", "/destinations/partner", `{"url":"`+fresh.URL+`","auth":{"token":"new-token"}}`, http.StatusOK)
+	done := e.wait(tk.TaskID, "SUCCEEDED")
+	if got := fresh.requests(); len(got) != 1 || got[0].Path != "/hook" {
+		t.Errorf("the new URL saw %v", got)
+	}
+	if done.AttemptNumber < 2 {
+		t.Errorf("attempts = %d, want the failed ones and the one that succeeded", done.AttemptNumber)
+	}
+}
+
+// TestPauseHoldsUncharged: a paused destination's tasks are not sent and
+// not charged; resumed, they go, each charged one attempt.
+func TestPauseHoldsUncharged(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	e.call("POST", "/destinations", `{"destinationId":"maint","url":"`+tg.URL+`"}`, http.StatusCreated)
+	e.call("POST", "/destinations/maint/pause", `{"reason":"partner maintenance"}`, http.StatusOK)
+	var ids []string
+	for range 5 {
+		ids = append(ids, e.create(`{"destinationId":"maint","policyId":"fast"}`).TaskID)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(tg.requests()); n != 0 {
+		t.Fatalf("a paused destination's target saw %d requests", n)
+	}
+	for _, id := range ids {
+		tk := e.get(id)
+		if tk.Status != "PENDING" || tk.AttemptNumber != 0 || !strings.HasSuffix(tk.LastError, "held: paused") {
+			t.Errorf("held task = %+v, want PENDING, no attempt, lastError held: paused", tk)
+		}
+	}
+	e.call("POST", "/destinations/maint/resume", "", http.StatusOK)
+	for _, id := range ids {
+		if tk := e.wait(id, "SUCCEEDED"); tk.AttemptNumber != 1 {
+			t.Errorf("task %s took %d attempts, want 1: the pause must charge none", id, tk.AttemptNumber)
+		}
+	}
+	if n := len(tg.requests()); n != len(ids) {
+		t.Errorf("target saw %d requests, want %d", n, len(ids))
+	}
+}
+
+// TestDeleteRefusedWhileTasksLive: a destination named by a live task
+// cannot be deleted; once the task ends, it can.
+func TestDeleteRefusedWhileTasksLive(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	e.call("POST", "/destinations", `{"destinationId":"d","url":"`+tg.URL+`"}`, http.StatusCreated)
+	e.call("POST", "/destinations/d/pause", "", http.StatusOK)
+	tk := e.create(`{"destinationId":"d"}`)
+	e.call("DELETE", "/destinations/d", "", http.StatusConflict)
+	e.call("DELETE", "/retry-tasks/"+tk.TaskID, "", http.StatusOK)
+	e.call("DELETE", "/destinations/d", "", http.StatusNoContent)
+	e.call("GET", "/destinations/d", "", http.StatusNotFound)
+	e.call("POST", "/retry-tasks", `{"destinationId":"d"}`, http.StatusBadRequest)
+}
+
+// TestTargetURLUnderDestination: a task may give a targetUrl under its
+// destination's url instead of a path; one outside it is refused.
+func TestTargetURLUnderDestination(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	e.call("POST", "/destinations", `{"destinationId":"d","url":"`+tg.URL+`/api"}`, http.StatusCreated)
+	tk := e.create(`{"destinationId":"d","targetUrl":"` + tg.URL + `/api/x"}`)
+	if tk.Path == nil || *tk.Path != "/x" {
+		t.Errorf("path = %v, want /x", tk.Path)
+	}
+	for _, body := range []string{
+		`{"destinationId":"d","targetUrl":"http://127.0.0.1:1/api/x"}`,
+		`{"destinationId":"d","targetUrl":"` + tg.URL + `/other"}`,
+		`{"destinationId":"d","path":"@evil.example/"}`,
+		`{"destinationId":"d","path":"/x","targetUrl":"` + tg.URL + `/api/x"}`,
+		`{"path":"/x","targetUrl":"` + tg.URL + `/api/x"}`,
+		`{"destinationId":"nope","path":"/x"}`,
+	} {
+		e.call("POST", "/retry-tasks", body, http.StatusBadRequest)
+	}
+	e.wait(tk.TaskID, "SUCCEEDED")
+}
+
+// TestSecretsNeverInTheClear: the values of secrets given to destinations
+// and tasks appear in no answer and in no file retryd wrote.
+func TestSecretsNeverInTheClear(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	secretValues := []string{"tok-SECRET-bearer-1", "key-SECRET-hdr-2", "pw-SECRET-basic-3", "task-SECRET-auth-4", "task-SECRET-cookie-5"}
+	var answers [][]byte
+	answers = append(answers, e.call("POST", "/destinations", `{"destinationId":"a","url":"`+tg.URL+`",
+		"auth":{"type":"bearer","token":"`+secretValues[0]+`"},"headers":{"X-Api-Key":"`+secretValues[1]+`"},
+		"signing":{"scheme":"standard-webhooks","secret":"`+testSecret+`"}}`, http.StatusCreated))
+	answers = append(answers, e.call("POST", "/destinations", `{"destinationId":"b","url":"`+tg.URL+`",
+		"auth":{"type":"basic","username":"u","password":"`+secretValues[2]+`"}}`, http.StatusCreated))
+	tk := e.create(`{"destinationId":"a","headers":{"Authorization":"Bearer ` + secretValues[3] + `","Cookie":"s=` + secretValues[4] + `"}}`)
+	plain := e.create(`{"targetUrl":"` + tg.URL + `/plain","headers":{"authorization":"Bearer ` + secretValues[3] + `"}}`)
+	e.wait(tk.TaskID, "SUCCEEDED")
+	e.wait(plain.TaskID, "SUCCEEDED")
+	if got := tg.requests(); len(got) != 2 {
+		t.Fatalf("target saw %d requests", len(got))
+	} else {
+		// Sent in the clear to the target, which is the point.
+		sent := got[0].Header.Get("Cookie") + got[1].Header.Get("Cookie") + got[0].Header.Get("Authorization") + got[1].Header.Get("Authorization")
+		if !strings.Contains(sent, secretValues[4]) || !strings.Contains(sent, secretValues[0]) {
+			t.Errorf("the target did not get the credentials: %q", sent)
+		}
+	}
+	for _, path := range []string{"/destinations", "/destinations/a", "/destinations/b", "/retry-tasks", "/retry-tasks/" + tk.TaskID,
+		"/retry-tasks/" + plain.TaskID, "/retry-tasks/" + tk.TaskID + "/attempts"} {
+		answers = append(answers, e.call("GET", path, "", http.StatusOK))
+	}
+	answers = append(answers, e.call("PATCH", "/destinations/a", `{"maxInFlight":3}`, http.StatusOK))
+	for _, a := range answers {
+		for _, s := range append(secretValues, testSecret) {
+			if bytes.Contains(a, []byte(s)) {
+				t.Errorf("an answer holds %q: %s", s, a)
+			}
+		}
+	}
+	if !bytes.Contains(answers[len(answers)-1], []byte(`"token":{"set":true}`)) {
+		t.Errorf("a patch lost the token: %s", answers[len(answers)-1])
+	}
+	// Every file of the store: database, WAL, the key file is not here.
+	err := filepath.Walk(e.dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range append(secretValues, strings.TrimPrefix(testSecret, "whsec_")) {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds %q", path, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
