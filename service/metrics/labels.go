@@ -9,8 +9,10 @@ import (
 
 // Defaults of Limits.
 const (
-	DefaultMaxPolicies          = 1000
-	DefaultMaxPoliciesPerTenant = 100
+	DefaultMaxPolicies              = 1000
+	DefaultMaxPoliciesPerTenant     = 100
+	DefaultMaxDestinations          = 1000
+	DefaultMaxDestinationsPerTenant = 100
 )
 
 // OtherPolicy is the policy label under which retry_attempts_total counts
@@ -19,23 +21,39 @@ const (
 // a real policy.
 const OtherPolicy = "~other"
 
-// Limits bound the series of retry_attempts_total, whose policy label
-// tenants choose: without a bound, a tenant registering policy after
-// policy would make series without end.
+// Limits bound the series of the collectors whose labels tenants choose:
+// without a bound, a tenant registering policy after policy, or
+// destination after destination, would make series without end.
 //
-// A (tenant, policy) pair gets a policy label of its own when its first
-// attempt is counted, if its tenant has fewer than PoliciesPerTenant such
-// pairs and all tenants together fewer than Policies; otherwise its
-// attempts are counted under its tenant's OtherPolicy. A pair keeps what it
-// got for the life of the process. So one tenant can take at most
-// PoliciesPerTenant of the Policies labels, never all of them, and
-// counts summed by tenant stay exact whatever overflows. The series of
-// retry_attempts_total number at most 5 (one per outcome) times Policies
-// plus the number of tenants (each tenant's OtherPolicy); a tenant is an
-// entry of retryd's tokens file, which the operator writes.
+// Policies and PoliciesPerTenant bound the policy label of
+// retry_attempts_total. A (tenant, policy) pair gets a policy label of its
+// own when its first attempt is counted, if its tenant has fewer than
+// PoliciesPerTenant such pairs and all tenants together fewer than
+// Policies; otherwise its attempts are counted under its tenant's
+// OtherPolicy. A pair keeps what it got for the life of the process. So
+// one tenant can take at most PoliciesPerTenant of the Policies labels,
+// never all of them, and counts summed by tenant stay exact whatever
+// overflows. The series of retry_attempts_total number at most 5 (one per
+// outcome) times Policies plus the number of tenants (each tenant's
+// OtherPolicy); a tenant is an entry of retryd's tokens file, which the
+// operator writes.
+//
+// Destinations and DestinationsPerTenant bound the destination label of
+// retry_destination_held_total, retry_destination_in_flight and
+// retry_destination_status in the same way: a (tenant, destination) pair
+// gets a label of its own when the gate first reports it, if its tenant
+// has fewer than DestinationsPerTenant such pairs and all tenants together
+// fewer than Destinations, and is otherwise counted under its tenant's
+// OtherDestination, for the life of the process (see
+// Metrics.DestinationHeld). Those collectors have at most 6 (one per hold
+// reason), 1 and 3 (one per status) series each per labelled pair, and as
+// many per tenant for its OtherDestination.
 type Limits struct {
 	Policies          int // pairs labelled, all tenants together; 0 or less means DefaultMaxPolicies
 	PoliciesPerTenant int // pairs labelled per tenant; 0 or less means DefaultMaxPoliciesPerTenant
+
+	Destinations          int // (tenant, destination) pairs labelled, all tenants together; 0 or less means DefaultMaxDestinations
+	DestinationsPerTenant int // such pairs labelled per tenant; 0 or less means DefaultMaxDestinationsPerTenant
 }
 
 // withDefaults returns l with its unset fields at their defaults.
@@ -45,6 +63,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.PoliciesPerTenant <= 0 {
 		l.PoliciesPerTenant = DefaultMaxPoliciesPerTenant
+	}
+	if l.Destinations <= 0 {
+		l.Destinations = DefaultMaxDestinations
+	}
+	if l.DestinationsPerTenant <= 0 {
+		l.DestinationsPerTenant = DefaultMaxDestinationsPerTenant
 	}
 	return l
 }

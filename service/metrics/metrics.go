@@ -13,6 +13,13 @@
 //	retry_dead_lettered_total{status}              tasks that became EXHAUSTED or FAILED
 //	retry_held_total{host, reason}                 tasks held back by their target host's limiter (bounded: MaxHostLabels)
 //	retry_tasks{status}, retry_dead_letters        the store's counts, read on each scrape
+//
+// and, as the destination gate's Recorder (the destination label bounded:
+// see Limits):
+//
+//	retry_destination_held_total{tenant, destination, reason}  attempts the gate held back, by reason
+//	retry_destination_in_flight{tenant, destination}           this instance's attempts in flight to a destination with maxInFlight
+//	retry_destination_status{tenant, destination, status}      1 for the destination's status as last read, 0 for the other two
 package metrics
 
 import (
@@ -62,13 +69,15 @@ type Metrics struct {
 	lag         prometheus.Histogram
 	deadLetters *prometheus.CounterVec
 	held        *held
+	dest        *destinations
 	hist        history // the last hour, for the console (Recent)
 }
 
 // New registers retryd's collectors, the Go runtime's and the process's on
 // a new registry. counts, when not nil, is asked for task counts on every
 // scrape (retry_tasks{status} and retry_dead_letters). lim bounds the
-// policy labels of retry_attempts_total; its zero value takes the defaults.
+// policy labels of retry_attempts_total and the destination labels of the
+// retry_destination_… collectors; its zero value takes the defaults.
 func New(counts Counter, log *slog.Logger, lim Limits) *Metrics {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -77,6 +86,7 @@ func New(counts Counter, log *slog.Logger, lim Limits) *Metrics {
 		reg:      prometheus.NewRegistry(),
 		attempts: newAttempts(lim, log),
 		held:     newHeld(),
+		dest:     newDestinations(lim, log),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "retry_attempt_duration_seconds",
 			Help:    "Time an attempt took, from sending the request to its answer or error, by outcome.",
@@ -100,7 +110,7 @@ func New(counts Counter, log *slog.Logger, lim Limits) *Metrics {
 	for i, o := range attemptOutcomes {
 		m.durationBy[i] = m.durations.WithLabelValues(o)
 	}
-	m.reg.MustRegister(m.attempts.vec, m.held.vec, m.durations, m.taskAge, m.lag, m.deadLetters,
+	m.reg.MustRegister(m.attempts.vec, m.held.vec, m.dest.held, m.dest.inFlight, m.dest.status, m.durations, m.taskAge, m.lag, m.deadLetters,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if counts != nil {
 		m.reg.MustRegister(&statusCollector{counts: counts, log: log})

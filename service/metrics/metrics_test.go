@@ -115,6 +115,9 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.ObserveTenant(context.Background(), "t", retry.Event{Outcome: retry.Succeeded})
 	m.Lag("t", time.Second)
 	m.Terminal(store.Failed, time.Second)
+	m.DestinationHeld("t", "d", "paused")
+	m.DestinationInFlight("t", "d", 1)
+	m.DestinationStatus("t", "d", "PAUSED")
 }
 
 func TestHealthy(t *testing.T) {
