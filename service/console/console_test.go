@@ -18,6 +18,15 @@ const token = "console-unit-token-0123456789"
 // server is retryd's API and console behind Protect, as retryd mounts them.
 func server(t *testing.T) *httptest.Server {
 	t.Helper()
+	srv, _ := serverWith(t, nil)
+	return srv
+}
+
+// serverWith is server with the API's Config changed by with (when not
+// nil), also returning the store, through which tests put tasks in the
+// states only a scheduler would.
+func serverWith(t *testing.T, with func(*api.Config)) (*httptest.Server, *sqlite.Store) {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +36,11 @@ func server(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{Store: st, Tokens: tokens})
+	cfg := api.Config{Store: st, Tokens: tokens}
+	if with != nil {
+		with(&cfg)
+	}
+	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +49,7 @@ func server(t *testing.T) *httptest.Server {
 	mux.Handle("/ui/", console.Handler(tokens))
 	srv := httptest.NewServer(console.Protect(mux))
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, st
 }
 
 func send(t *testing.T, method, url, body string, hdr map[string]string, cookies ...*http.Cookie) *http.Response {

@@ -43,6 +43,10 @@ function append(el, children) {
 
 function on(el, event, fn) { el.addEventListener(event, fn); return el; }
 
+// fill replaces el's children as h adds them: unlike replaceChildren, it
+// skips null (a part left out) and flattens arrays.
+function fill(el, ...children) { el.replaceChildren(); append(el, children); return el; }
+
 // ---- the API ----
 
 class APIError extends Error {
@@ -98,6 +102,16 @@ function badge(status) { return h('span', { class: 'badge s-' + status }, status
 
 function taskLink(id) { return h('a', { href: '#/task/' + encodeURIComponent(id), class: 'mono' }, id); }
 
+function destinationLink(id) { return h('a', { href: '#/destinations' + query({ destinationId: id }), class: 'mono destination' }, id); }
+
+// requestTarget is where a task's attempts go. A task that names a
+// destination has no targetUrl, only the destination's ID and its path
+// under the destination's url, which the destination may change.
+function requestTarget(t) {
+  if (t.destinationId) return [t.method + ' ', destinationLink(t.destinationId), t.path || ''];
+  return t.method + ' ' + t.targetUrl;
+}
+
 function errorBox(err) { return h('p', { class: 'error', role: 'alert' }, String(err && err.message || err)); }
 
 // ---- routing ----
@@ -130,6 +144,7 @@ async function route() {
       case 'tasks': return await tasksPage(params);
       case 'task': return await taskPage(parts[1]);
       case 'dead': return await deadPage();
+      case 'destinations': return await destinationsPage(params);
       case 'policies': return await policiesPage();
       case 'policy': return await policyPage(parts[1]);
       case 'preview': return await previewPage();
@@ -268,11 +283,13 @@ async function tasksPage(params) {
   const inputs = {
     policyId: h('input', { name: 'policyId', id: 'f-policy', value: f('policyId'), size: 12 }),
     targetHost: h('input', { name: 'targetHost', id: 'f-host', value: f('targetHost'), placeholder: 'host:port', size: 16 }),
+    destinationId: h('input', { name: 'destinationId', id: 'f-destination', value: f('destinationId'), size: 14 }),
     idempotencyKey: h('input', { name: 'idempotencyKey', id: 'f-key', value: f('idempotencyKey'), size: 20 }),
     cause: h('input', { name: 'cause', id: 'f-cause', value: f('cause'), placeholder: 'HTTP 503', size: 12 }),
   };
   const form = h('form', { class: 'filters', id: 'task-filters' },
     h('label', null, 'Status', status), h('label', null, 'Policy', inputs.policyId), h('label', null, 'Target host', inputs.targetHost),
+    h('label', null, 'Destination', inputs.destinationId),
     h('label', null, 'Idempotency key', inputs.idempotencyKey), h('label', null, 'Cause', inputs.cause),
     h('button', { type: 'submit' }, 'Search'));
   on(form, 'submit', ev => {
@@ -281,11 +298,11 @@ async function tasksPage(params) {
     for (const [k, el] of Object.entries(inputs)) q[k] = el.value.trim();
     location.hash = '#/tasks' + query(q);
   });
-  const q = { status: f('status'), policyId: f('policyId'), targetHost: f('targetHost'), idempotencyKey: f('idempotencyKey'), cause: f('cause'), pageToken: f('pageToken'), limit: 50 };
+  const q = { status: f('status'), policyId: f('policyId'), targetHost: f('targetHost'), destinationId: f('destinationId'), idempotencyKey: f('idempotencyKey'), cause: f('cause'), pageToken: f('pageToken'), limit: 50 };
   const page = await api('GET', '/retry-tasks' + query(q));
   const rows = page.items.map(t => h('tr', { 'data-task': t.taskId },
     h('td', null, taskLink(t.taskId)), h('td', null, badge(t.status)), h('td', { class: 'mono' }, t.policyId),
-    h('td', { class: 'mono' }, t.method + ' ' + t.targetUrl), h('td', null, String(t.attemptNumber)),
+    h('td', { class: 'mono' }, requestTarget(t)), h('td', null, String(t.attemptNumber)),
     h('td', null, t.status === 'PENDING' ? fmtTime(t.nextAttemptAt) : (t.cause || t.lastError || '')), h('td', null, fmtTime(t.createdAt))));
   const table = h('table', { id: 'tasks' }, h('thead', null, h('tr', null, ['Task', 'Status', 'Policy', 'Request', 'Attempts', 'Next / cause', 'Created'].map(c => h('th', null, c)))),
     h('tbody', null, rows.length ? rows : h('tr', null, h('td', { colspan: 7, class: 'muted' }, 'No tasks match.'))));
@@ -332,7 +349,7 @@ async function taskPage(id) {
     h('dt', null, 'Finished'), h('dd', null, fmtTime(t.finishedAt)),
     h('dt', null, 'Last error'), h('dd', { class: 'mono', id: 'last-error' }, t.lastError || '–'));
   const request = h('dl', { class: 'kv', id: 'request' },
-    h('dt', null, 'Request'), h('dd', { class: 'mono', id: 'target' }, t.method + ' ' + t.targetUrl),
+    h('dt', null, 'Request'), h('dd', { class: 'mono', id: 'target' }, requestTarget(t)),
     h('dt', null, 'Headers'), h('dd', { id: 'headers' }, headers.length ? headers : '–'),
     h('dt', null, 'Body'), h('dd', null, body));
   const rows = attempts.map(a => h('tr', { 'data-attempt': a.attemptNumber },
@@ -438,6 +455,157 @@ async function deadPage() {
     h('table', { id: 'causes' }, h('thead', null, h('tr', null, ['Cause', 'Count', 'First seen', 'Last seen', 'Example', ''].map(c => h('th', null, c)))),
       h('tbody', null, rows.length ? rows : h('tr', null, h('td', { colspan: 6, class: 'muted' }, 'No dead letters.')))),
     h('h2', null, 'Redrive or cancel by filter'), form);
+}
+
+// ---- destinations ----
+
+// FIGURES_LIMIT is the page each of a row's task lists reads: a count that
+// fills it shows as "N+" instead of walking on, so that a destination with
+// a backlog costs the console one page per list, not the backlog.
+const FIGURES_LIMIT = 100;
+
+function countOf(page) { return page.items.length + (page.nextPageToken ? '+' : ''); }
+
+// newestError is the task of items whose lastError came last, or null.
+function newestError(items) {
+  let best = null;
+  for (const t of items) {
+    if (t.lastError && (!best || (t.finishedAt || t.updatedAt) > (best.finishedAt || best.updatedAt))) best = t;
+  }
+  return best;
+}
+
+function clip(text, n) { return text.length > n ? text.slice(0, n) + '…' : text; }
+
+async function destinationsPage(params) {
+  const one = params.get('destinationId') || '';
+  const list = async () => {
+    if (one) return { items: [await api('GET', '/destinations/' + encodeURIComponent(one))] };
+    return api('GET', '/destinations' + query({ pageToken: params.get('pageToken') || '', limit: 50 }));
+  };
+  let page;
+  try { page = await list(); } catch (e) {
+    // A retryd without a secrets key keeps no destinations, and says so.
+    if (e.status === 503) { setPage('Destinations', errorBox(e)); return; }
+    throw e;
+  }
+  const msg = h('div');
+  const rows = new Map();
+  const tbody = h('tbody');
+  for (const d of page.items) {
+    const row = destinationRow(d, msg);
+    rows.set(d.destinationId, row);
+    tbody.append(row.tr);
+  }
+  if (!rows.size) tbody.append(h('tr', null, h('td', { colspan: 10, class: 'muted' }, 'No destinations yet: create one with POST /destinations.')));
+  const table = h('table', { id: 'destinations' }, h('thead', null, h('tr', null,
+    ['Destination', 'URL', 'Status', 'Auth', 'Rate limit', 'Max in flight', 'In flight', 'Pending', 'Last error', ''].map(c => h('th', null, c)))), tbody);
+  const pager = h('div', { class: 'pager' });
+  if (one || params.get('pageToken')) pager.append(on(h('button', { class: 'secondary' }, 'All destinations'), 'click', () => { location.hash = '#/destinations'; }));
+  if (page.nextPageToken) pager.append(on(h('button', { class: 'secondary', id: 'next-page' }, 'Next page'), 'click', () => { params.set('pageToken', page.nextPageToken); location.hash = '#/destinations?' + params; }));
+  setPage(one ? 'Destination ' + one : 'Destinations',
+    h('p', { class: 'muted' }, 'In flight and pending count one page of ' + FIGURES_LIMIT + ' tasks at most ("' + FIGURES_LIMIT + '+" means more); the last error is the newest of its dead letters and pending tasks. Figures follow every few seconds.'),
+    msg, table, pager);
+  await Promise.all([...rows.values()].map(r => r.figures()));
+  // Follow the rows in place, so that a reason being typed is not lost;
+  // a tick that finds the last one still running skips.
+  let busy = false;
+  every(5000, async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const fresh = (await list()).items;
+      const same = fresh.length === rows.size && fresh.every(d => rows.has(d.destinationId));
+      if (!same && ![...rows.values()].some(r => r.editing)) { route(); return; }
+      await Promise.all(fresh.filter(d => rows.has(d.destinationId)).map(d => {
+        const row = rows.get(d.destinationId);
+        // Only forward: a list read before a pause must not undo its row.
+        if (d.version > row.d.version) row.show(d);
+        return row.figures();
+      }));
+    } catch (e) { /* shown on the next full load */ } finally { busy = false; }
+  });
+}
+
+// destinationRow is one destination's row: its settings, which show
+// redraws, and its live figures, which figures reads. Secrets never reach
+// the page as anything but {"set": true}, and the row shows none of them:
+// of auth only its type.
+function destinationRow(d, msg) {
+  const id = d.destinationId;
+  const td = cls => h('td', { class: cls });
+  const c = { url: td('mono url'), status: td('status'), auth: td('auth'), rate: td('rate nowrap'), cap: td('cap'),
+    inFlight: td('in-flight'), pending: td('pending'), lastError: td('last-error'), actions: td('actions nowrap') };
+  const tr = h('tr', { 'data-destination': id }, h('td', null, destinationLink(id)),
+    c.url, c.status, c.auth, c.rate, c.cap, c.inFlight, c.pending, c.lastError, c.actions);
+  const row = { tr, d, editing: false };
+
+  const change = async (verb, reason) => {
+    c.actions.querySelectorAll('button, input').forEach(el => { el.disabled = true; });
+    try {
+      const next = await api('POST', '/destinations/' + encodeURIComponent(id) + '/' + verb, reason ? { reason } : undefined);
+      msg.replaceChildren();
+      row.editing = false;
+      row.show(next);
+      await row.figures();
+    } catch (e) {
+      msg.replaceChildren(errorBox(verb + ' ' + id + ': ' + e.message));
+      c.actions.querySelectorAll('button, input').forEach(el => { el.disabled = false; });
+    }
+  };
+  // Pausing asks for an optional reason in the row itself, which the
+  // status shows to whoever wonders why the destination's tasks wait.
+  const askReason = () => {
+    row.editing = true;
+    const reason = h('input', { class: 'reason', placeholder: 'reason (optional)', size: 16 });
+    const form = h('form', { class: 'row pause-form' }, reason, h('button', { type: 'submit', class: 'confirm-pause' }, 'Pause'),
+      on(h('button', { type: 'button', class: 'secondary back' }, 'Back'), 'click', () => { row.editing = false; actions(); }));
+    on(form, 'submit', ev => { ev.preventDefault(); change('pause', reason.value.trim()); });
+    fill(c.actions, form);
+    reason.focus();
+  };
+  const actions = () => {
+    if (row.editing) return;
+    if (row.d.status === 'ACTIVE') fill(c.actions, on(h('button', { class: 'secondary pause' }, 'Pause…'), 'click', askReason));
+    else fill(c.actions, on(h('button', { class: 'resume' }, 'Resume'), 'click', () => change('resume')));
+  };
+
+  row.show = next => {
+    row.d = d = next;
+    tr.dataset.status = d.status;
+    fill(c.url, d.url);
+    // A destination that never changed status has been so since created.
+    const since = d.statusSince || d.createdAt;
+    fill(c.status, badge(d.status),
+      d.statusReason ? h('div', { class: 'reason' }, d.statusReason) : null,
+      h('div', { class: 'muted since', title: fmtDur(Date.now() - since) + ' ago' }, 'since ' + fmtTime(since)),
+      d.failingSince ? h('div', { class: 'failing' }, 'failing since ' + fmtTime(d.failingSince)) : null);
+    fill(c.auth, d.auth ? d.auth.type : 'none', d.signing ? h('div', { class: 'muted' }, 'signed, ' + d.signing.scheme) : null);
+    const r = d.rateLimit;
+    fill(c.rate, r ? r.perSecond + '/s' : 'none', r ? h('div', { class: 'muted' }, 'burst ' + (r.burst || 'default')) : null);
+    fill(c.cap, d.maxInFlight ? String(d.maxInFlight) : 'none');
+    actions();
+  };
+
+  row.figures = async () => {
+    const tasks = (path, status) => api('GET', path + query({ destinationId: id, status, limit: FIGURES_LIMIT }));
+    const count = (page, status) => h('a', { href: '#/tasks' + query({ status, destinationId: id }), class: 'count' }, countOf(page));
+    try {
+      const [inFlight, pending, dead] = await Promise.all([tasks('/retry-tasks', 'IN_FLIGHT'), tasks('/retry-tasks', 'PENDING'), tasks('/dead-letters')]);
+      fill(c.inFlight, count(inFlight, 'IN_FLIGHT'));
+      fill(c.pending, count(pending, 'PENDING'));
+      const last = newestError(dead.items.concat(pending.items));
+      fill(c.lastError, last
+        ? [h('a', { href: '#/task/' + encodeURIComponent(last.taskId), class: 'mono error-text', title: last.lastError }, clip(last.lastError, 160)),
+          h('div', { class: 'muted' }, last.status + ', ' + fmtTime(last.finishedAt || last.updatedAt))]
+        : h('span', { class: 'muted' }, 'none'));
+    } catch (e) {
+      if (e.status !== 401) fill(c.lastError, errorBox(e));
+    }
+  };
+
+  row.show(d);
+  return row;
 }
 
 // ---- policies ----
