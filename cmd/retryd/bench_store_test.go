@@ -21,6 +21,7 @@ import (
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/backoff"
 	"github.com/retrykit/retry/cmd/retryd/internal/run"
+	"github.com/retrykit/retry/service/destination/secrets"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis/redistest"
 	"github.com/retrykit/retry/service/store/sqlite"
@@ -191,8 +192,13 @@ func createPaced(b *testing.B, st store.Store, n int, policy string, task func(i
 func startInstances(b *testing.B, be backend, n int) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	keyFile := filepath.Join(b.TempDir(), "retryd.key") // one key for the fleet
+	if _, _, err := secrets.EnsureKeyFile(keyFile); err != nil {
+		b.Fatal(err)
+	}
 	for range n {
-		args := append([]string{"--store", be.store, "--listen", "127.0.0.1:0", "--allow-target", "127.0.0.1/32"}, be.flags...)
+		args := append([]string{"--store", be.store, "--listen", "127.0.0.1:0", "--allow-target", "127.0.0.1/32",
+			"--secrets-key-file", keyFile}, be.flags...)
 		c, err := run.ParseConfig(args, func(string) string { return "" }, io.Discard)
 		if err != nil {
 			b.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/retrykit/retry/service/destination/secrets"
 )
 
 // binary is retryd, built once by TestMain.
@@ -27,6 +29,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "retryd")
+	// Every retryd of a test shares one secrets key, as a fleet does: a
+	// shared store needs one.
+	keyFile := filepath.Join(dir, "retryd.key")
+	if _, _, err := secrets.EnsureKeyFile(keyFile); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	e2eFlags = append(e2eFlags, "--secrets-key-file", keyFile)
 	build := exec.Command("go", "build", "-o", binary, ".")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {

@@ -293,6 +293,9 @@ func (s *server) destinationStatus(status destination.Status) handlerFunc {
 		if err := s.optionalBody(w, r, &body); err != nil {
 			return err
 		}
+		if len(body.Reason) > destination.MaxReasonLength {
+			return invalid("reason", "must be at most %d bytes", destination.MaxReasonLength)
+		}
 		id := r.PathValue("destinationId")
 		if !destination.ValidID(id) {
 			return errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")

@@ -46,6 +46,9 @@ const (
 	MaxBurst       = 100_000
 	MaxInFlightCap = 100_000
 	MaxHeaders     = 64
+	// MaxReasonLength bounds a statusReason, which answers and the
+	// console show.
+	MaxReasonLength = 512
 	// MinAutoDisable is the shortest AutoDisable.AfterMs: a few failures in
 	// a row are a blip, not a destination to give up on.
 	MinAutoDisable = time.Minute

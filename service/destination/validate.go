@@ -76,6 +76,9 @@ func (d *Destination) Validate(b Bounds) error {
 	default:
 		p.add("status", "must be ACTIVE, PAUSED or DISABLED")
 	}
+	if len(d.StatusReason) > MaxReasonLength {
+		p.add("statusReason", "must be at most %d bytes", MaxReasonLength)
+	}
 	if a := d.AutoDisable; a != nil && time.Duration(a.AfterMs)*time.Millisecond < MinAutoDisable {
 		p.add("autoDisable.afterMs", "must be at least %d", MinAutoDisable.Milliseconds())
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/retrykit/retry/service/destination/secrets"
 )
 
 // benchStore is the store the bench was told to use, and the folder of
@@ -101,6 +103,9 @@ type benchData struct {
 	store  string // --store for retryd
 	schema string
 	prefix string
+	// keyFile is --secrets-key-file: every instance of a run on a shared
+	// store seals with the same key.
+	keyFile string
 }
 
 // fresh makes new, empty data for the run called name.
@@ -110,7 +115,10 @@ func (bs *benchStore) fresh(ctx context.Context, name string) (*benchData, error
 		return nil, fmt.Errorf("random name: %w", err)
 	}
 	id := hex.EncodeToString(b[:])
-	d := &benchData{bs: bs, store: bs.url}
+	d := &benchData{bs: bs, store: bs.url, keyFile: filepath.Join(bs.dir, name+"-"+id+".key")}
+	if _, _, err := secrets.EnsureKeyFile(d.keyFile); err != nil {
+		return nil, err
+	}
 	switch bs.kind {
 	case "sqlite":
 		d.store = filepath.Join(bs.dir, name+"-"+id+".db")
@@ -127,12 +135,12 @@ func (bs *benchStore) fresh(ctx context.Context, name string) (*benchData, error
 
 // config is the store part of a retryd Config for d.
 func (d *benchData) config() Config {
-	return Config{Store: d.store, Schema: d.schema, Prefix: d.prefix}
+	return Config{Store: d.store, Schema: d.schema, Prefix: d.prefix, SecretsConfig: SecretsConfig{SecretsKeyFile: d.keyFile}}
 }
 
 // args are the store flags of retryd serve for d.
 func (d *benchData) args() []string {
-	a := []string{"--store", d.store}
+	a := []string{"--store", d.store, "--secrets-key-file", d.keyFile}
 	if d.schema != "" {
 		a = append(a, "--schema", d.schema)
 	}

@@ -68,7 +68,7 @@ func (l listFlag) Set(s string) error {
 }
 
 // loadKeys returns the keyring of c: its key file's, made at first start
-// on the embedded store.
+// on the embedded store (kind "sqlite").
 func loadKeys(c Config, kind string, log *slog.Logger) (*secrets.Keyring, error) {
 	path := c.SecretsKeyFile
 	if path == "" {
@@ -111,11 +111,11 @@ func destinationLimits(st store.Store) store.Limits {
 // openGate returns the gate that keeps destinations' contracts at each
 // attempt (package gate), reading them from st.
 func openGate(st store.Store, keys *secrets.Keyring, disp *dispatch.Dispatcher, lease, maxTimeout time.Duration,
-	log *slog.Logger) (*gate.Gate, error) {
+	rec gate.Recorder, log *slog.Logger) (*gate.Gate, error) {
 	ds, ok := st.(store.Destinations)
 	if !ok {
 		return nil, fmt.Errorf("store %T keeps no destinations", st)
 	}
 	return gate.New(gate.Config{Store: ds, Limits: destinationLimits(st), Keys: keys, Dispatcher: disp,
-		Hold: lease, MaxTimeout: maxTimeout, Logger: log})
+		Hold: lease, MaxTimeout: maxTimeout, Recorder: rec, Logger: log})
 }

@@ -45,18 +45,22 @@ type Config struct {
 	// labels of retry_attempts_total (metrics.Limits).
 	MetricsMaxPolicies          int
 	MetricsMaxPoliciesPerTenant int
-	AllowPrivate                bool
-	AllowTargets                []netip.Prefix
-	Insecure                    bool
-	LogFormat                   string
-	LogLevel                    string
-	AttemptTimeout              time.Duration
-	ConnectTimeout              time.Duration
-	ShutdownGrace               time.Duration
-	Retention                   time.Duration // how long finished tasks are kept (sweep.go); 0 for ever
-	BlobConfig                                // --blobs and the flags of large bodies (blobs.go)
-	HostLimitConfig                           // --host-limiter and its settings (hostlimit.go)
-	SecretsConfig                             // --secrets-key-file and the destinations' bounds (destinations.go)
+	// MetricsMaxDestinations and MetricsMaxDestinationsPerTenant bound
+	// the destination labels of retry_destination_* (metrics.Limits).
+	MetricsMaxDestinations          int
+	MetricsMaxDestinationsPerTenant int
+	AllowPrivate                    bool
+	AllowTargets                    []netip.Prefix
+	Insecure                        bool
+	LogFormat                       string
+	LogLevel                        string
+	AttemptTimeout                  time.Duration
+	ConnectTimeout                  time.Duration
+	ShutdownGrace                   time.Duration
+	Retention                       time.Duration // how long finished tasks are kept (sweep.go); 0 for ever
+	BlobConfig                                    // --blobs and the flags of large bodies (blobs.go)
+	HostLimitConfig                               // --host-limiter and its settings (hostlimit.go)
+	SecretsConfig                                 // --secrets-key-file and the destinations' bounds (destinations.go)
 	// Getenv reads the standard OTEL_* variables that turn span export on
 	// (tracing.go); nil leaves it off.
 	Getenv func(string) string
@@ -149,6 +153,11 @@ func newFlagSet(name string, c *Config, w io.Writer) *flag.FlagSet {
 		"tenant/policy pairs with a policy label of their own in retry_attempts_total, all tenants together; "+
 			"later ones are counted under policy=\""+metrics.OtherPolicy+"\" of their tenant")
 	fs.IntVar(&c.MetricsMaxPoliciesPerTenant, "metrics-max-policies-per-tenant", metrics.DefaultMaxPoliciesPerTenant,
+		"of those pairs, the most one tenant may have")
+	fs.IntVar(&c.MetricsMaxDestinations, "metrics-max-destinations", metrics.DefaultMaxDestinations,
+		"tenant/destination pairs with a destination label of their own in retry_destination_*, all tenants together; "+
+			"later ones are counted under destination=\""+metrics.OtherDestination+"\" of their tenant")
+	fs.IntVar(&c.MetricsMaxDestinationsPerTenant, "metrics-max-destinations-per-tenant", metrics.DefaultMaxDestinationsPerTenant,
 		"of those pairs, the most one tenant may have")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-targets", false, "let tasks call addresses that are not globally reachable (loopback, private, link-local, reserved, documentation; not cloud metadata)")
 	fs.Var(prefixes{&c.AllowTargets}, "allow-target", "let tasks call addresses in this `CIDR` (repeatable)")

@@ -34,6 +34,10 @@ func metricsAccess(c Config, tenants *api.Tokens, log *slog.Logger) (*metrics.To
 		return nil, usageError{fmt.Errorf("--metrics-max-policies (%d) and --metrics-max-policies-per-tenant (%d) must be at least 1",
 			c.MetricsMaxPolicies, c.MetricsMaxPoliciesPerTenant)}
 	}
+	if c.MetricsMaxDestinations < 1 || c.MetricsMaxDestinationsPerTenant < 1 {
+		return nil, usageError{fmt.Errorf("--metrics-max-destinations (%d) and --metrics-max-destinations-per-tenant (%d) must be at least 1",
+			c.MetricsMaxDestinations, c.MetricsMaxDestinationsPerTenant)}
+	}
 	var mt *metrics.Tokens
 	if c.MetricsTokenFile != "" {
 		list, err := metrics.ReadTokenFile(c.MetricsTokenFile)

@@ -44,6 +44,11 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
+	o, err := openStore(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
 	kind, err := storeKind(c.Store)
 	if err != nil {
 		return err
@@ -52,11 +57,6 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
-	o, err := openStore(ctx, c, log)
-	if err != nil {
-		return err
-	}
-	defer o.Close()
 	// Spans are flushed last, once everything that makes them has stopped
 	// (defers run last first), for at most maxFlush: a collector that is
 	// down must not hold up a restart for long.
@@ -88,13 +88,14 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 		MaxIdlePerHost: c.Workers,
 	})
 	defer disp.Close()
-	m := metrics.New(st, log, metrics.Limits{Policies: c.MetricsMaxPolicies, PoliciesPerTenant: c.MetricsMaxPoliciesPerTenant})
+	m := metrics.New(st, log, metrics.Limits{Policies: c.MetricsMaxPolicies, PoliciesPerTenant: c.MetricsMaxPoliciesPerTenant,
+		Destinations: c.MetricsMaxDestinations, DestinationsPerTenant: c.MetricsMaxDestinationsPerTenant})
 	hosts, err := c.hostLimits()
 	if err != nil {
 		return err
 	}
 	maxTimeout := cmp.Or(c.DestinationMaxTimeout, disp.Timeout())
-	gates, err := openGate(st, keys, disp, c.Lease, maxTimeout, log)
+	gates, err := openGate(st, keys, disp, c.Lease, maxTimeout, m, log)
 	if err != nil {
 		return err
 	}
