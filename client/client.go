@@ -1,6 +1,6 @@
 // Package client is a Go client of retryd's HTTP API: register retry
-// policies, submit retry tasks, follow them and their attempts, and redrive
-// dead letters.
+// policies and destinations, submit retry tasks, follow them and their
+// attempts, and redrive dead letters.
 //
 //	c := client.New("http://127.0.0.1:8080", os.Getenv("RETRYD_TOKEN"))
 //	t, _, err := c.CreateTask(ctx, client.TaskRequest{
@@ -11,6 +11,12 @@
 // CreateTasks submits up to MaxBatch tasks in one request and one durable
 // commit, with a TaskResult per task; TaskRequest.NotBefore holds a task's
 // first attempt until a given time.
+//
+// A destination (CreateDestination) is a tenant's named target: its URL,
+// auth, headers, signing secret and limits live in retryd, and tasks name
+// it by TaskRequest.DestinationID with a Path instead of a TargetURL, so
+// that a change of the destination, or a pause of it, reaches every task
+// that names it. Its secrets are never shown back (see Secret).
 //
 // For an operator: DeadLetterCauses groups the dead letters by why they
 // failed, RedriveTasks and CancelTasks (RedriveAll, CancelAll to the end)
@@ -63,9 +69,24 @@ func New(baseURL, token string, opts ...Option) *Client {
 	return c
 }
 
-// do sends one request and decodes a 2xx answer into out, returning the
-// status; any other answer is an *Error.
+// do sends one request, in (when not nil) as its JSON body, and decodes a
+// 2xx answer into out (when not nil), returning the status; any other
+// answer is an *Error.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) (int, error) {
+	var body []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("retryd client: encoding the request: %w", err)
+		}
+		body = b
+	}
+	return c.send(ctx, method, path, query, body, "application/json", out)
+}
+
+// send is do with the body already encoded, as contentType; a nil body
+// sends none.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, in []byte, contentType string, out any) (int, error) {
 	u, err := url.Parse(c.base + path)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return 0, fmt.Errorf("retryd client: base URL %q is not an http(s) URL", c.base)
@@ -73,18 +94,14 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	u.RawQuery = query.Encode()
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return 0, fmt.Errorf("retryd client: encoding the request: %w", err)
-		}
-		body = bytes.NewReader(b)
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return 0, fmt.Errorf("retryd client: %w", err)
 	}
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
@@ -102,6 +119,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp.StatusCode, decodeError(resp.StatusCode, data)
+	}
+	if out == nil { // an answer without a body, such as a 204
+		return resp.StatusCode, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return resp.StatusCode, fmt.Errorf("retryd client: decoding the answer to %s %s: %w", method, path, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/retrykit/retry"
@@ -64,4 +65,59 @@ func ExampleClient_RedriveAll() {
 	n, err := c.RedriveAll(ctx, client.BulkFilter{TargetHost: "api.example.com", Cause: "HTTP 503"},
 		func(done int) { fmt.Println("redriven so far:", done) })
 	fmt.Println("redriven:", n, err)
+}
+
+// Create a destination that signs what it sends, keep the signing secret
+// the service made (it is shown this once), and send a task to it by path:
+// the task follows the destination if its URL or token change later.
+func ExampleClient_CreateDestination() {
+	ctx := context.Background()
+	c := client.New("http://127.0.0.1:8080", "")
+	d, created, err := c.CreateDestination(ctx, client.Destination{
+		ID:        "orders",
+		URL:       "https://api.example.com/hooks",
+		Auth:      &client.DestinationAuth{Type: client.AuthBearer, Token: client.Secret{Value: os.Getenv("ORDERS_TOKEN")}},
+		Signing:   &client.Signing{}, // no secret given: the service makes one
+		RateLimit: &client.RateLimit{PerSecond: 50},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if created {
+		fmt.Println("give the receiver its signing secret:", d.Signing.Secret.Value)
+	}
+	t, _, err := c.CreateTask(ctx, client.TaskRequest{DestinationID: "orders", Path: "/paid", Body: `{"order":42}`})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(t.TaskID, t.DestinationID, t.Path)
+}
+
+// Change a destination without undoing a change made by someone else in
+// between: read it, edit it, and patch at the version read. Its secrets
+// read as set, and a patch that sends them so keeps them.
+func ExampleClient_PatchDestination() {
+	ctx := context.Background()
+	c := client.New("http://127.0.0.1:8080", "")
+	d, err := c.GetDestination(ctx, "orders")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d.RateLimit = &client.RateLimit{PerSecond: 20}
+	d, err = c.PatchDestination(ctx, "orders", d, d.Version)
+	switch {
+	case errors.Is(err, client.ErrConflict):
+		fmt.Println("changed meanwhile; read it again")
+		return
+	case err != nil:
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("now at version", d.Version)
+	// A map removes a setting with nil.
+	_, err = c.PatchDestination(ctx, "orders", map[string]any{"rateLimit": nil}, 0)
+	fmt.Println(err)
 }

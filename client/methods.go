@@ -123,7 +123,7 @@ func (c *Client) ListTasks(ctx context.Context, q TaskQuery) (*Page[Task], error
 		v.Set("status", strings.Join(s, ","))
 	}
 	for name, value := range map[string]string{"policyId": q.PolicyID, "targetHost": q.TargetHost,
-		"idempotencyKey": q.IdempotencyKey, "cause": q.Cause} {
+		"destinationId": q.DestinationID, "idempotencyKey": q.IdempotencyKey, "cause": q.Cause} {
 		if value != "" {
 			v.Set(name, value)
 		}

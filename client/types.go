@@ -131,8 +131,14 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// TaskRequest asks for a retry task. TargetURL is required; an empty
-// PolicyID means the policy "default": the tenant's own, if it registered
+// TaskRequest asks for a retry task. TargetURL is required unless
+// DestinationID names one of the tenant's destinations (see Destination):
+// the task then goes to that destination's URL followed by Path ("/orders",
+// "?id=7", or "" for the URL itself), or to TargetURL if it is given instead
+// of Path and starts with the destination's URL. Such a task keeps the
+// destination's ID and its path, not the URL, so that a change of the
+// destination reaches it; its attempts carry the destination's auth,
+// headers and signature. An empty PolicyID means the policy "default": the tenant's own, if it registered
 // one under that ID, else the service's built-in (see BuiltinPolicyID).
 // Method defaults to POST; give Body (text), BodyBase64 (bytes) or BodyRef,
 // one at most. An empty IdempotencyKey makes the service generate one.
@@ -152,7 +158,9 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 // IdempotencyKey stands for, and is not reported back apart: the task's
 // NextAttemptAt shows it until the first attempt.
 type TaskRequest struct {
-	TargetURL      string            `json:"targetUrl"`
+	TargetURL      string            `json:"targetUrl,omitempty"`
+	DestinationID  string            `json:"destinationId,omitempty"`
+	Path           string            `json:"path,omitempty"`
 	Method         string            `json:"method,omitempty"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	Body           string            `json:"body,omitempty"`
@@ -190,11 +198,19 @@ func (r TaskResult) Err() error {
 	return r.Error
 }
 
-// Task is a retry task as the service reports it.
+// Task is a retry task as the service reports it. A task of a destination
+// has its DestinationID and Path, and no TargetURL: the URL it goes to is
+// the destination's, as it is at each attempt, followed by Path.
+//
+// The values of headers that carry credentials read "••••": those of
+// Authorization, Proxy-Authorization and Cookie, and of the headers the
+// operator has the service seal. The service sends them as given.
 type Task struct {
 	TaskID             string            `json:"taskId"`
 	IdempotencyKey     string            `json:"idempotencyKey"`
-	TargetURL          string            `json:"targetUrl"`
+	TargetURL          string            `json:"targetUrl,omitempty"`
+	DestinationID      string            `json:"destinationId,omitempty"`
+	Path               string            `json:"path,omitempty"` // with DestinationID: what follows the destination's URL
 	Method             string            `json:"method"`
 	Headers            map[string]string `json:"headers"`
 	Body               string            `json:"body,omitempty"`       // the body, given as text, when the task holds it itself
@@ -244,8 +260,10 @@ type ListOptions struct {
 
 // TaskQuery filters ListTasks: tasks in any of Statuses (all when empty),
 // and, for each other field that is not empty, of that PolicyID, whose
-// target's host (host[:port] as in the URL, any case) is TargetHost, with
-// that IdempotencyKey, and whose Cause is Cause (dead letters only).
+// target's host (host[:port] as in the URL, any case) is TargetHost, of
+// destination DestinationID (not with TargetHost), with that
+// IdempotencyKey, and whose Cause is Cause (dead letters only). A
+// destination's dead letters are its tasks in EXHAUSTED and FAILED.
 //
 // With Cause, the service filters as it reads pages of the store, and a
 // page may hold fewer than Limit tasks, or none, and still have a
@@ -254,6 +272,7 @@ type TaskQuery struct {
 	Statuses       []Status
 	PolicyID       string
 	TargetHost     string
+	DestinationID  string
 	IdempotencyKey string
 	Cause          string
 	ListOptions

@@ -1,6 +1,7 @@
 // Command retryctl is the command-line client of retryd: submit, watch and
-// cancel retry tasks, register and preview policies, count dead letters by
-// cause and redrive them, one or in bulk. Run "retryctl help" for its
+// cancel retry tasks, register and preview policies, keep destinations
+// (create, change, pause, rotate their signing secrets), count dead letters
+// by cause and redrive them, one or in bulk. Run "retryctl help" for its
 // commands, "retryctl COMMAND --help" for one. It reads RETRYD_URL (default
 // http://127.0.0.1:8080) and RETRYD_TOKEN.
 package main

@@ -1,17 +1,21 @@
 package clienttest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/retrykit/retry"
 	"github.com/retrykit/retry/client"
 	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/secrets"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
 
@@ -92,4 +96,55 @@ func Example_createTasks() {
 	// 1 201 true <nil>
 	// 2 400 false retryd: 400 invalid_request (tasks[2].targetUrl): tasks[2].targetUrl: must be an http or https URL
 	// reminder due tomorrow: true
+}
+
+// Create a destination, send a task to it by path, and see that its
+// secrets are never shown back but for the signing secret the service
+// made, once; it cannot be deleted while the task is live.
+func Example_destinations() {
+	dir, _ := os.MkdirTemp("", "client-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "retryd.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	// Destinations need a secrets key, as retryd --secrets-key-file gives.
+	keys, _ := secrets.NewKeyring(bytes.Repeat([]byte{1}, secrets.KeySize))
+	h, _ := api.New(api.Config{Store: st, Keys: keys, DestinationBounds: destination.Bounds{MaxTimeout: 30 * time.Second}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	ctx := context.Background()
+	c := client.New(srv.URL, "")
+	d, created, err := c.CreateDestination(ctx, client.Destination{
+		ID: "orders", URL: "https://api.example.com/hooks",
+		Auth:    &client.DestinationAuth{Type: client.AuthBearer, Token: client.Secret{Value: "s3cr3t"}},
+		Signing: &client.Signing{},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("created:", created, "token shown:", d.Auth.Token.Value != "", "token set:", d.Auth.Token.Set)
+	fmt.Println("signing secret made:", strings.HasPrefix(d.Signing.Secret.Value, "whsec_"))
+
+	t, _, err := c.CreateTask(ctx, client.TaskRequest{DestinationID: "orders", Path: "/paid"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("task: destination %s, path %s, targetUrl %q\n", t.DestinationID, t.Path, t.TargetURL)
+
+	err = c.DeleteDestination(ctx, "orders")
+	fmt.Println("delete while the task is pending:", errors.Is(err, client.ErrConflict))
+	_, _ = c.CancelTask(ctx, t.TaskID)
+	fmt.Println("delete once it is cancelled:", c.DeleteDestination(ctx, "orders"))
+	// Output:
+	// created: true token shown: false token set: true
+	// signing secret made: true
+	// task: destination orders, path /paid, targetUrl ""
+	// delete while the task is pending: true
+	// delete once it is cancelled: <nil>
 }

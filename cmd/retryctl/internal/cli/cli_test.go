@@ -16,6 +16,8 @@ import (
 	"github.com/retrykit/retry/cmd/retryctl/internal/cli"
 	"github.com/retrykit/retry/service/api"
 	"github.com/retrykit/retry/service/blob/disk"
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/secrets"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/sqlite"
 )
@@ -33,7 +35,8 @@ func setup(t *testing.T) *server {
 }
 
 // setupWith is setup, with an embedded blob store when blobs is set, and
-// tenant acme allowed bodyRefs under s3://payloads/acme/.
+// tenant acme allowed bodyRefs under s3://payloads/acme/. It has a secrets
+// key, as retryd --secrets-key-file gives, so that it keeps destinations.
 func setupWith(t *testing.T, blobs bool) *server {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "retryd.db"))
@@ -41,7 +44,11 @@ func setupWith(t *testing.T, blobs bool) *server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := api.Config{Store: st}
+	keys, err := secrets.NewKeyring(bytes.Repeat([]byte{7}, secrets.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := api.Config{Store: st, Keys: keys, DestinationBounds: destination.Bounds{MaxTimeout: 30 * time.Second}}
 	refs := ""
 	if blobs {
 		b, err := disk.Open(filepath.Join(t.TempDir(), "retryd.blobs"))

@@ -41,12 +41,15 @@ func commands() []command {
 			group: "tasks", verb: "submit",
 			summary: "submit a task, or a JSON Lines file of them",
 			forms: []string{
-				"--target URL [--policy ID] [--method M] [-H 'Name: value']...\n" +
+				"(--target URL | --destination ID [--path PATH])\n" +
+					"    [--policy ID] [--method M] [-H 'Name: value']...\n" +
 					"    [--body TEXT | --body-file FILE|- | --body-ref s3://BUCKET/KEY]\n" +
 					"    [--idempotency-key KEY] [--not-before TIME]",
 				"--file TASKS.jsonl|-",
 			},
 			details: "Without --policy the task runs under the built-in policy \"default\".\n" +
+				"--destination sends the task to a destination's url followed by --path, as the\n" +
+				"destination is at each attempt (or to --target, when it is a URL under it).\n" +
 				"--not-before holds the first attempt until TIME: RFC 3339, epoch milliseconds,\n" +
 				"or a duration from now (90s, 2h).\n" +
 				"--file takes one task object per line, as POST /retry-tasks takes it, and sends\n" +
@@ -63,8 +66,8 @@ func commands() []command {
 		{
 			group: "tasks", verb: "list",
 			summary: "list tasks, newest first",
-			forms: []string{"[--status S[,S…]] [--policy ID] [--target-host H[:P]] [--idempotency-key KEY]\n" +
-				"    [--cause C] [--limit N] [--page-token T]"},
+			forms: []string{"[--status S[,S…]] [--policy ID] [--target-host H[:P] | --destination ID]\n" +
+				"    [--idempotency-key KEY] [--cause C] [--limit N] [--page-token T]"},
 			flags: taskListFlags,
 		},
 		{
@@ -125,6 +128,69 @@ func commands() []command {
 				"time waited in all (p5, p50, p95), the share of runs that reach it (below\n" +
 				"100% when the time budget cuts some short), and the budget.",
 			flags: previewFlags,
+		},
+		{
+			group: "destinations", verb: "put", positional: []string{"DESTINATION_ID"},
+			summary: "create a destination: a named target that tasks send to by path",
+			forms:   []string{"DESTINATION_ID (--spec JSON | --file FILE|-)"},
+			details: "The JSON is a destination as POST /destinations takes it: url, and optionally\n" +
+				"auth, headers, signing, rateLimit, maxInFlight, timeoutMs, tls, autoDisable, status;\n" +
+				"secrets as strings. With signing but no signing.secret, retryd makes one and this\n" +
+				"prints it once: nothing shows it again. Putting the same settings again changes\n" +
+				"nothing; other settings for an existing ID are refused: use destinations patch.",
+			flags: destinationPutFlags,
+		},
+		{
+			group: "destinations", verb: "get", positional: []string{"DESTINATION_ID"},
+			summary: "show a destination (its secrets as set or not, never their values)",
+			forms:   []string{"DESTINATION_ID"},
+			flags:   noFlags(destinationGet),
+		},
+		{
+			group: "destinations", verb: "list",
+			summary: "list destinations by ID",
+			forms:   []string{"[--limit N] [--page-token T]"},
+			flags:   destinationListFlags,
+		},
+		{
+			group: "destinations", verb: "patch", positional: []string{"DESTINATION_ID"},
+			summary: "change a destination by a JSON merge patch",
+			forms:   []string{"DESTINATION_ID (--spec JSON | --file FILE|-) [--version N]"},
+			details: "A JSON merge patch (RFC 7386): the members given replace those of the\n" +
+				"destination, null removes one ('{\"rateLimit\":null}'). A secret given as a\n" +
+				"string replaces the one stored; {\"set\":true}, as get --json prints it, keeps it.\n" +
+				"--version makes the change only if no one changed the destination since that\n" +
+				"version; otherwise it is refused (409) and nothing changes.",
+			flags: destinationPatchFlags,
+		},
+		{
+			group: "destinations", verb: "pause", positional: []string{"DESTINATION_ID"},
+			summary: "hold a destination's attempts, uncharged, until it is resumed",
+			forms:   []string{"DESTINATION_ID [--reason TEXT]"},
+			flags:   destinationStatusFlags(true),
+		},
+		{
+			group: "destinations", verb: "resume", positional: []string{"DESTINATION_ID"},
+			summary: "make a paused or disabled destination ACTIVE again",
+			forms:   []string{"DESTINATION_ID [--reason TEXT]"},
+			flags:   destinationStatusFlags(false),
+		},
+		{
+			group: "destinations", verb: "rotate-secret", positional: []string{"DESTINATION_ID"},
+			summary: "give a destination a new signing secret, printed once",
+			forms:   []string{"DESTINATION_ID [--overlap D]"},
+			details: "retryd makes the new secret; this prints it once, and nothing shows it again.\n" +
+				"The secret it replaces goes on signing beside it for --overlap, so that\n" +
+				"receivers can take the new one without refusing a request meanwhile.",
+			flags: destinationRotateFlags,
+		},
+		{
+			group: "destinations", verb: "delete", positional: []string{"DESTINATION_ID"},
+			summary: "delete a destination that no PENDING or IN_FLIGHT task names",
+			forms:   []string{"DESTINATION_ID"},
+			details: "Refused while live tasks name the destination: cancel them first\n" +
+				"(tasks list --destination ID --status PENDING lists them).",
+			flags: noFlags(destinationDelete),
 		},
 		{
 			group: "dead-letters", verb: "list",

@@ -41,7 +41,11 @@ func (r *runner) printTask(t *client.Task) error {
 	row("Status", string(t.Status))
 	row("Attempts", strconv.Itoa(t.AttemptNumber))
 	row("Policy", t.PolicyID)
-	row("Request", t.Method+" "+t.TargetURL)
+	row("Request", t.Method+" "+taskTarget(t))
+	if t.DestinationID != "" {
+		row("Destination", t.DestinationID)
+		row("Path", orDash(t.Path))
+	}
 	for _, name := range slices.Sorted(maps.Keys(t.Headers)) {
 		row("Header", name+": "+t.Headers[name])
 	}
@@ -74,12 +78,22 @@ func (r *runner) printTasks(page *client.Page[client.Task]) error {
 	fmt.Fprintln(w, "TASK\tSTATUS\tATTEMPTS\tPOLICY\tNEXT ATTEMPT\tREQUEST\tLAST ERROR")
 	for _, t := range page.Items {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s %s\t%s\n", t.TaskID, t.Status, t.AttemptNumber, t.PolicyID,
-			when(t.NextAttemptAt), t.Method, t.TargetURL, orDash(clip(t.LastError, 60)))
+			when(t.NextAttemptAt), t.Method, taskTarget(&t), orDash(clip(t.LastError, 60)))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	return r.printNext(page.NextPageToken)
+}
+
+// taskTarget is where a task goes: its URL, or for a task of a
+// destination "[id]" and its path, the destination's URL being read at
+// each attempt.
+func taskTarget(t *client.Task) string {
+	if t.DestinationID != "" {
+		return "[" + t.DestinationID + "]" + t.Path
+	}
+	return t.TargetURL
 }
 
 func (r *runner) printAttempts(page *client.Page[client.Attempt]) error {
@@ -130,6 +144,133 @@ func (r *runner) printPolicies(page *client.Page[client.Policy]) error {
 		return err
 	}
 	return r.printNext(page.NextPageToken)
+}
+
+// printDestination writes one destination as "field: value" lines. Its
+// secrets show as set, never as values: retryd does not answer them.
+func (r *runner) printDestination(d *client.Destination) error {
+	w := r.table()
+	row := func(k, v string) { fmt.Fprintf(w, "%s:\t%s\n", k, v) }
+	row("Destination", d.ID)
+	row("URL", d.URL)
+	status := string(d.Status)
+	if d.StatusSince != 0 {
+		status += " since " + when(d.StatusSince)
+	}
+	if d.StatusReason != "" {
+		status += ": " + d.StatusReason
+	}
+	row("Status", status)
+	row("Auth", authSummary(d.Auth))
+	for _, name := range slices.Sorted(maps.Keys(d.Headers)) {
+		row("Header", name+": "+d.Headers[name].String())
+	}
+	if sg := d.Signing; sg != nil {
+		row("Signing", sg.Scheme+", secret "+setOrNot(sg.Secret))
+		for _, p := range sg.Previous {
+			row("Previous secret", "signs until "+when(p.Until))
+		}
+	} else {
+		row("Signing", "none")
+	}
+	row("Rate limit", rateSummary(d.RateLimit))
+	if d.MaxInFlight > 0 {
+		row("Max in flight", strconv.Itoa(d.MaxInFlight))
+	} else {
+		row("Max in flight", "no cap")
+	}
+	if d.TimeoutMs > 0 {
+		row("Timeout", ms(d.TimeoutMs))
+	} else {
+		row("Timeout", "retryd's default")
+	}
+	if t := d.TLS; t != nil {
+		var parts []string
+		if t.CACertPEM != "" {
+			parts = append(parts, "own CA")
+		}
+		if t.ClientCertPEM != "" {
+			parts = append(parts, "client certificate, key "+setOrNot(t.ClientKeyPEM))
+		}
+		row("TLS", orDash(strings.Join(parts, "; ")))
+	}
+	if a := d.AutoDisable; a != nil {
+		row("Auto-disable", "after failing for "+ms(a.AfterMs))
+	} else {
+		row("Auto-disable", "never")
+	}
+	row("Failing since", when(d.FailingSince))
+	row("Version", strconv.FormatInt(d.Version, 10))
+	row("Created", when(d.CreatedAt))
+	row("Updated", when(d.UpdatedAt))
+	return w.Flush()
+}
+
+func (r *runner) printDestinations(page *client.Page[client.Destination]) error {
+	w := r.table()
+	fmt.Fprintln(w, "DESTINATION\tSTATUS\tURL\tAUTH\tSIGNING\tRATE LIMIT\tIN FLIGHT\tVERSION\tUPDATED")
+	for _, d := range page.Items {
+		auth, signing, inFlight := "none", "none", "no cap"
+		if d.Auth != nil {
+			auth = d.Auth.Type
+		}
+		if d.Signing != nil {
+			signing = d.Signing.Scheme
+		}
+		if d.MaxInFlight > 0 {
+			inFlight = strconv.Itoa(d.MaxInFlight)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, d.Status, clip(d.URL, 60), auth, signing,
+			rateSummary(d.RateLimit), inFlight, d.Version, when(d.UpdatedAt))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return r.printNext(page.NextPageToken)
+}
+
+// authSummary says how a destination authenticates, its secrets as set or
+// not.
+func authSummary(a *client.DestinationAuth) string {
+	if a == nil {
+		return "none"
+	}
+	switch a.Type {
+	case client.AuthBearer:
+		return "bearer, token " + setOrNot(a.Token)
+	case client.AuthBasic:
+		return "basic, user " + a.Username + ", password " + setOrNot(a.Password)
+	case client.AuthHeader:
+		return "header " + a.Name + ", value " + setOrNot(a.Value)
+	case client.AuthOAuth2ClientCredentials:
+		s := "OAuth2 client credentials, client " + a.ClientID + " at " + a.TokenURL + ", secret " + setOrNot(a.ClientSecret)
+		if len(a.Scopes) > 0 {
+			s += ", scopes " + strings.Join(a.Scopes, " ")
+		}
+		if a.Audience != "" {
+			s += ", audience " + a.Audience
+		}
+		return s
+	}
+	return a.Type
+}
+
+func setOrNot(s client.Secret) string {
+	if s.IsZero() {
+		return "not set"
+	}
+	return "set"
+}
+
+func rateSummary(rl *client.RateLimit) string {
+	if rl == nil {
+		return "none"
+	}
+	s := strconv.FormatFloat(rl.PerSecond, 'f', -1, 64) + "/s"
+	if rl.Burst > 0 {
+		s += ", burst " + strconv.Itoa(rl.Burst)
+	}
+	return s
 }
 
 func (r *runner) printNext(token string) error {

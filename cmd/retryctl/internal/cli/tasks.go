@@ -33,7 +33,9 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 	var bodyFile, notBefore, file string
 	headers := headerFlags{}
 	fs.StringVar(&req.PolicyID, "policy", "", "the task's policy `ID` (default: the built-in policy \"default\")")
-	fs.StringVar(&req.TargetURL, "target", "", "the `URL` to call (required)")
+	fs.StringVar(&req.TargetURL, "target", "", "the `URL` to call (required without --destination)")
+	fs.StringVar(&req.DestinationID, "destination", "", "send to destination `ID`: its url followed by --path")
+	fs.StringVar(&req.Path, "path", "", "with --destination, the `PATH` after its url (/orders, ?id=7)")
 	fs.StringVar(&req.Method, "method", "", "HTTP `METHOD` (default POST)")
 	fs.Var(headers, "H", "a header `'Name: value'` (repeatable)")
 	fs.Var(headers, "header", "a header `'Name: value'` (repeatable)")
@@ -59,8 +61,13 @@ func submitFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) erro
 			return r.submitFile(ctx, file)
 		}
 		// No --policy is the service's built-in policy "default".
-		if req.TargetURL == "" {
-			return usagef("--target is required")
+		switch {
+		case req.DestinationID == "" && req.TargetURL == "":
+			return usagef("--target is required, or --destination")
+		case req.DestinationID == "" && req.Path != "":
+			return usagef("--path needs --destination")
+		case req.Path != "" && req.TargetURL != "":
+			return usagef("give --path or --target, not both: --target is the whole URL")
 		}
 		if notBefore != "" {
 			at, err := parseWhen(notBefore, time.Now())
@@ -159,6 +166,7 @@ func taskListFlags(fs *flag.FlagSet) func(context.Context, *runner, []string) er
 	fs.StringVar(&statuses, "status", "", "only tasks in these states `S,…` (PENDING, IN_FLIGHT, SUCCEEDED, EXHAUSTED, FAILED, CANCELLED)")
 	fs.StringVar(&q.PolicyID, "policy", "", "only tasks of policy `ID`")
 	fs.StringVar(&q.TargetHost, "target-host", "", "only tasks whose target is `HOST[:PORT]`, as in its URL")
+	fs.StringVar(&q.DestinationID, "destination", "", "only tasks of destination `ID`")
 	fs.StringVar(&q.IdempotencyKey, "idempotency-key", "", "only the task of this idempotency `KEY`")
 	fs.StringVar(&q.Cause, "cause", "", "only dead letters of this `CAUSE`, as dead-letters causes names it (\"HTTP 503\", timeout, …)")
 	pageFlags(fs, &q.ListOptions)
