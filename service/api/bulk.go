@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/retrykit/retry/service/destination"
 	"github.com/retrykit/retry/service/store"
 )
 
@@ -129,7 +130,7 @@ func (s *server) bulkOne(ctx context.Context, tenant, id string, from []store.St
 }
 
 // parseBulk checks a bulk call's body: {"status", "policyId", "targetHost",
-// "cause", "limit"}, all optional. An empty body is {}. The states must be
+// "destinationId", "cause", "limit"}, all optional. An empty body is {}. The states must be
 // among op.from; they default to op.defaults.
 func parseBulk(data []byte, op bulkOp) (*bulkRequest, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
@@ -140,7 +141,7 @@ func parseBulk(data []byte, op bulkOp) (*bulkRequest, error) {
 		return nil, err
 	}
 	f := &fields{m: m}
-	f.unknown("status", "policyId", "targetHost", "cause", "limit")
+	f.unknown("status", "policyId", "targetHost", "destinationId", "cause", "limit")
 	req := &bulkRequest{limit: DefaultBulkLimit}
 	if raw, ok := f.raw("status"); ok {
 		req.filter.Statuses = bulkStatuses(f, raw, op)
@@ -159,6 +160,13 @@ func parseBulk(data []byte, op bulkOp) (*bulkRequest, error) {
 	}
 	req.filter.PolicyID, _ = f.check("policyId", false, optional(checkPolicyID))
 	req.filter.TargetHost, _ = f.check("targetHost", false, optional(checkTargetHost))
+	// A destination's tasks have its ID for a host (destination.Target).
+	if id, _ := f.check("destinationId", false, checkDestinationID); id != "" {
+		if req.filter.TargetHost != "" {
+			f.bad("destinationId", "give destinationId or targetHost, not both")
+		}
+		req.filter.TargetHost = destination.HostOf(id)
+	}
 	req.cause, _ = f.check("cause", false, optional(checkCause))
 	if raw, ok := f.raw("limit"); ok {
 		if err := json.Unmarshal(raw, &req.limit); err != nil || req.limit < 1 || req.limit > MaxBulkLimit {

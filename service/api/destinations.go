@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/destination/secrets"
 	"github.com/retrykit/retry/service/destination/signing"
 	"github.com/retrykit/retry/service/store"
 )
@@ -85,6 +86,8 @@ func (s *server) destinationCreate(w http.ResponseWriter, r *http.Request, tenan
 	if err != nil {
 		return err
 	}
+	now := s.now()
+	d.StatusSince = now.UnixMilli() // a destination created paused has been paused since
 	if err := d.Seal(s.keys, tenant); err != nil {
 		return problems(err)
 	}
@@ -93,7 +96,7 @@ func (s *server) destinationCreate(w http.ResponseWriter, r *http.Request, tenan
 		return err
 	}
 	sd, created, err := st.DestinationCreate(r.Context(), &store.Destination{
-		Tenant: tenant, ID: d.ID, Spec: spec, RequestHash: digest, CreatedAt: s.now(),
+		Tenant: tenant, ID: d.ID, Spec: spec, RequestHash: digest, CreatedAt: now,
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return errorf(http.StatusConflict, CodeConflict, "destinationId",
@@ -181,8 +184,8 @@ func (s *server) destinationPatch(w http.ResponseWriter, r *http.Request, tenant
 			return invalid("version", "must be the version the change is made from, a positive integer")
 		}
 	}
-	for _, k := range []string{"version", "createdAt", "updatedAt"} {
-		delete(m, k) // what answers show and a patch cannot set
+	for _, k := range []string{"version", "createdAt", "updatedAt", "statusSince", "failingSince"} {
+		delete(m, k) // what answers show and retryd keeps: an answer sent back as a patch changes none of it
 	}
 	patch, err := json.Marshal(m)
 	if err != nil {
@@ -227,6 +230,12 @@ func (s *server) destinationPatch(w http.ResponseWriter, r *http.Request, tenant
 func (s *server) destinationError(err error) error {
 	if _, ok := errors.AsType[*APIError](err); ok {
 		return err
+	}
+	if errors.Is(err, secrets.ErrNoKey) || errors.Is(err, secrets.ErrCorrupt) {
+		// Trying again cannot help: the operator's keys do not open what
+		// the store holds.
+		return &APIError{Status: http.StatusInternalServerError, Code: CodeInternal,
+			Message: "a stored secret of the destination does not open with this retryd's secrets keys", cause: err}
 	}
 	if errors.Is(err, store.ErrConflict) {
 		return errorf(http.StatusConflict, CodeConflict, "version",

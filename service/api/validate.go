@@ -213,5 +213,5 @@ func checkDestinationID(id string) string {
 	if id == "" || destination.ValidID(id) {
 		return ""
 	}
-	return fmt.Sprintf("must be 1 to %d letters, digits, '.', '_' or '-'", destination.MaxIDLength)
+	return fmt.Sprintf("must be 1 to %d lower-case letters, digits, '.', '_' or '-'", destination.MaxIDLength)
 }

@@ -398,7 +398,6 @@ func TestDestinationPatch(t *testing.T) {
 		field string
 	}{
 		{"another id", "orders", map[string]any{"destinationId": "other"}, client.ErrInvalid, 400, "destinationId"},
-		{"a kept field", "orders", map[string]any{"statusSince": 1}, client.ErrInvalid, 400, "statusSince"},
 		{"an invalid change", "orders", map[string]any{"url": "ftp://h/"}, client.ErrInvalid, 400, "url"},
 		{"keeping a secret never given", "orders", map[string]any{"auth": map[string]any{"type": "basic", "username": "u", "password": map[string]any{"set": true}, "token": nil}}, client.ErrInvalid, 400, "auth.password"},
 		{"no such destination", "missing", map[string]any{"maxInFlight": 1}, client.ErrNotFound, 404, ""},

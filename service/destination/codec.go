@@ -11,8 +11,8 @@ import (
 
 // ParseRequest decodes a destination as a client gives it to be created:
 // one JSON object of the API's fields, none unknown, secrets in the clear
-// (or masked, to keep those of a destination it repeats). Status defaults
-// to ACTIVE. The state retryd keeps (statusSince, failingSince, rotated-out
+// (a masked one has nothing to keep: Seal refuses it). Status defaults to
+// ACTIVE. The state retryd keeps (statusSince, failingSince, rotated-out
 // signing secrets) cannot be given. It does not Validate.
 func ParseRequest(data []byte) (*Destination, error) {
 	d, err := decode(data)

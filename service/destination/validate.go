@@ -27,7 +27,7 @@ type Bounds struct {
 func (d *Destination) Validate(b Bounds) error {
 	var p Problems
 	if !ValidID(d.ID) {
-		p.add("destinationId", "must be 1 to %d letters, digits, '.', '_' or '-'", MaxIDLength)
+		p.add("destinationId", "must be 1 to %d lower-case letters, digits, '.', '_' or '-'", MaxIDLength)
 	}
 	if why := checkBaseURL(d.URL); why != "" {
 		p.add("url", "%s", why)
@@ -167,14 +167,17 @@ func (d *Destination) validateTLS(p *Problems) {
 }
 
 // ValidID reports whether id can name a destination: 1 to MaxIDLength
-// letters, digits, '.', '_' or '-', safe in a URL path and in logs.
+// lower-case letters, digits, '.', '_' or '-', safe in a URL path and in
+// logs. Lower case only: a task keeps its destination's ID where a URL's
+// host goes (see Target), and hosts compare without regard to case, so
+// "Orders" and "orders" could not be told apart there.
 func ValidID(id string) bool {
 	if id == "" || len(id) > MaxIDLength {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return false
 		}
 	}

@@ -129,6 +129,11 @@ func TestDeleteRefusedWhileTasksLive(t *testing.T) {
 	e.call("POST", "/destinations/d/pause", "", http.StatusOK)
 	tk := e.create(`{"destinationId":"d"}`)
 	e.call("DELETE", "/destinations/d", "", http.StatusConflict)
+	// Created due, the task is claimed, then held back PENDING: only then
+	// can it be cancelled.
+	for deadline := time.Now().Add(5 * time.Second); e.get(tk.TaskID).Status != "PENDING" && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	e.call("DELETE", "/retry-tasks/"+tk.TaskID, "", http.StatusOK)
 	e.call("DELETE", "/destinations/d", "", http.StatusNoContent)
 	e.call("GET", "/destinations/d", "", http.StatusNotFound)

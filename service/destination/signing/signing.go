@@ -59,9 +59,11 @@ var (
 	ErrBadSecret = errors.New("signing: bad secret")
 	// ErrNoSecret: there is no secret to sign with.
 	ErrNoSecret = errors.New("signing: no secret")
-	// ErrBadID: a message ID that is empty or holds a '.' (which would make
-	// "msg_id.timestamp.body" ambiguous), white space or a control
-	// character (which a header cannot carry).
+	// ErrBadID: a message ID that is empty or holds white space or a
+	// control character, which a header cannot carry. A '.' is allowed,
+	// as the reference libraries allow it: the timestamp that follows the
+	// ID in the signed text is checked by receivers, so an ID and a
+	// timestamp cannot be shifted into each other and still pass.
 	ErrBadID = errors.New("signing: bad message ID")
 	// ErrHeaders: a header Verify needs is missing or malformed.
 	ErrHeaders = errors.New("signing: missing or malformed webhook headers")
@@ -203,7 +205,7 @@ func checkID(id string) error {
 		return fmt.Errorf("%w: empty", ErrBadID)
 	}
 	for i := range len(id) {
-		if c := id[i]; c == '.' || c <= ' ' || c == 0x7f {
+		if c := id[i]; c <= ' ' || c == 0x7f {
 			return fmt.Errorf("%w: %q holds %q", ErrBadID, id, c)
 		}
 	}

@@ -84,7 +84,9 @@ func loadKeys(c Config, kind string, log *slog.Logger) (*secrets.Keyring, error)
 		if created {
 			log.Info("made a new secrets key; back it up with the database: without it, the secrets it sealed are lost", "file", path)
 		}
-		return kr, nil
+		if len(c.SecretsOldKeyFiles) == 0 {
+			return kr, nil
+		}
 	}
 	kr, err := secrets.LoadKeyFile(path, c.SecretsOldKeyFiles...)
 	if err != nil {
