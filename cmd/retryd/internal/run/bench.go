@@ -42,6 +42,9 @@ type benchConfig struct {
 	// hostLimiter is --host-limiter, for the loop's scheduler and each
 	// retryd process: whether attempts pass their host's limiter.
 	hostLimiter bool
+	// destination is --destination: whether the loop runs' tasks name a
+	// destination (destSigned) or a targetUrl (destNone).
+	destination string
 	// env is added to the environment the loop runs read OTEL_* from and
 	// to each retryd process's: the sink's endpoint with --otlp-sink.
 	env []string
@@ -190,6 +193,8 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, map[string]bool, 
 	fs.StringVar(&c.blobs, "blobs", "", "API runs: --blobs for each retryd process (off keeps bodies inline, at most 1MiB); default retryd's own (with SQLite the embedded blob store beside the file)")
 	fs.Var(onOff{&c.hostLimiter}, "host-limiter", "`on|off` (default off, as retryd's): retryd's --host-limiter, for the loop runs' scheduler and each retryd process "+
 		"(the target answers 500, which is no overload, so the limiters never hold anything back: on measures what they cost)")
+	fs.StringVar(&c.destination, "destination", destNone, "loop runs: "+destNone+" (tasks name a targetUrl) or "+destSigned+
+		" (tasks name a destination that signs each attempt and authenticates with OAuth2 client credentials from a token endpoint the bench runs): what a destination costs")
 	fs.BoolVar(&c.otlpSink, "otlp-sink", false, "export retryd's spans over OTLP/HTTP to a sink the bench runs on 127.0.0.1, which answers 200 to everything: what tracing costs (compare with runs without)")
 	if err := fs.Parse(args); err != nil {
 		return c, nil, usageError{err}

@@ -78,11 +78,12 @@ type rig struct {
 	sched *scheduler.Scheduler
 	rec   *benchRecorder
 	disp  *dispatch.Dispatcher
+	dest  *benchDestination // nil: tasks name their targetUrl
 	// stopTracing flushes the spans left once the run is over.
 	stopTracing func(time.Duration)
 }
 
-func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy) (*rig, error) {
+func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy, destMode string) (*rig, error) {
 	log := slog.New(slog.DiscardHandler)
 	o, err := openStore(ctx, sc, log)
 	if err != nil {
@@ -117,18 +118,35 @@ func newRig(ctx context.Context, sc Config, workers int, policy retry.Policy) (*
 		o.Close()
 		return nil, err
 	}
-	sched, err := scheduler.New(scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Observer: rec, Workers: workers, Logger: log,
-		Tracer: tp, HostLimits: hosts})
+	dest, err := newBenchDestination(o.Store, disp, destMode)
 	if err != nil {
 		stopTracing(time.Second)
 		disp.Close()
 		o.Close()
 		return nil, err
 	}
-	return &rig{st: o, sched: sched, rec: rec, disp: disp, stopTracing: stopTracing}, nil
+	sc2 := scheduler.Config{Store: o, Dispatcher: disp, Recorder: rec, Observer: rec, Workers: workers, Logger: log,
+		Tracer: tp, HostLimits: hosts}
+	if dest != nil {
+		sc2.Destinations, sc2.Keys = dest.gate, dest.keys
+	}
+	sched, err := scheduler.New(sc2)
+	if err != nil {
+		if dest != nil {
+			dest.close()
+		}
+		stopTracing(time.Second)
+		disp.Close()
+		o.Close()
+		return nil, err
+	}
+	return &rig{st: o, sched: sched, rec: rec, disp: disp, dest: dest, stopTracing: stopTracing}, nil
 }
 
 func (r *rig) close() {
+	if r.dest != nil {
+		r.dest.close()
+	}
 	r.stopTracing(10 * time.Second)
 	r.disp.Close()
 	r.st.Close()
@@ -150,6 +168,12 @@ func benchEnv(env []string) func(string) string {
 // createTasks creates n tasks due at due(i), 64 at a time so that the
 // store's group commit shares its fsyncs, and wakes the scheduler for each.
 func (r *rig) createTasks(ctx context.Context, url string, n int, due func(i int) time.Time) error {
+	if r.dest != nil {
+		var err error
+		if url, err = r.dest.target(ctx, url); err != nil {
+			return err
+		}
+	}
 	var (
 		wg    sync.WaitGroup
 		next  atomic.Int64

@@ -9,7 +9,7 @@ import (
 )
 
 func benchThroughput(ctx context.Context, c benchConfig, tg *target, sc Config, out io.Writer) error {
-	r, err := newRig(ctx, sc, c.workers, benchPolicy(c.attempts))
+	r, err := newRig(ctx, sc, c.workers, benchPolicy(c.attempts), c.destination)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func benchThroughput(ctx context.Context, c benchConfig, tg *target, sc Config, 
 }
 
 func benchLag(ctx context.Context, c benchConfig, tg *target, sc Config, out io.Writer) error {
-	r, err := newRig(ctx, sc, c.workers, benchPolicy(1))
+	r, err := newRig(ctx, sc, c.workers, benchPolicy(1), c.destination)
 	if err != nil {
 		return err
 	}
