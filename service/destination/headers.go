@@ -1,7 +1,10 @@
 package destination
 
 import (
+	"fmt"
+	"maps"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -80,6 +83,39 @@ func OpenHeaders(k Sealer, tenant, taskID string, h map[string]string) (map[stri
 		return h, nil
 	}
 	return out, nil
+}
+
+// ResealHeaders returns h with every sealed value sealed again by reseal
+// (a Keyring's Reseal) for task taskID of tenant, and whether any token
+// changed; h itself when none did. It is what a key rotation does to a
+// task's headers. The first value that does not open fails it, naming
+// the header but never its value.
+func ResealHeaders(reseal func(token string, ad []byte) (string, bool, error), tenant, taskID string,
+	h map[string]string) (map[string]string, bool, error) {
+	var out map[string]string
+	// In the order of their names, so that of several values that do not
+	// open, the same one is reported each time.
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		v := h[name]
+		if !strings.HasPrefix(v, sealedPrefix) {
+			continue
+		}
+		tok, changed, err := reseal(v, headerAD(tenant, taskID, name))
+		if err != nil {
+			return nil, false, fmt.Errorf("task %s: header %s: %w", taskID, name, err)
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(h)
+		}
+		out[name] = tok
+	}
+	if out == nil {
+		return h, false, nil
+	}
+	return out, true, nil
 }
 
 // MaskHeaders returns h as answers show it: the values of credential

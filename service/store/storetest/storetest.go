@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TaskCounts", testTaskCounts},
 		{"TenantCounts", testTenantCounts},
 		{"Purge", testPurge},
+		{"Reseal", testReseal},
 		{"Close", testClose},
 		{"Feed", testFeed},
 	}

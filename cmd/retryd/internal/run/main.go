@@ -14,9 +14,10 @@ import (
 )
 
 // Command names the subcommand Main runs for args: "bench", "migrate",
-// or "serve", which is also what no subcommand (flags alone) means.
+// "secrets", or "serve", which is also what no subcommand (flags alone)
+// means.
 func Command(args []string) string {
-	if len(args) > 0 && (args[0] == "bench" || args[0] == "migrate") {
+	if len(args) > 0 && (args[0] == "bench" || args[0] == "migrate" || args[0] == "secrets") {
 		return args[0]
 	}
 	return "serve"
@@ -38,11 +39,13 @@ func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) i
 		return exitCode(Bench(ctx, args, getenv, stdout, stderr), stderr)
 	case "migrate":
 		return exitCode(Migrate(ctx, args, getenv, stdout, stderr), stderr)
+	case "secrets":
+		return exitCode(Secrets(ctx, args, getenv, stdout, stderr), stderr)
 	}
 	var c Config
 	fs := newFlagSet("retryd", &c, stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: retryd [serve] [flags]\n       retryd migrate [flags]\n       retryd bench [flags]\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: retryd [serve] [flags]\n       retryd migrate [flags]\n       retryd bench [flags]\n       retryd secrets rotate-key [flags]\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, usageFooter)
 	}
