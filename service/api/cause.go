@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/retrykit/retry/service/destination/gate"
 	"github.com/retrykit/retry/service/dispatch"
 	"github.com/retrykit/retry/service/store"
 )
@@ -20,6 +21,8 @@ const (
 	causeLeaseExpired   = "lease expired"
 	causeTargetRefused  = "target not allowed"
 	causeBodyGone       = "body unavailable"
+	causeCredentials    = "credentials"
+	causeDestination    = "destination"
 	causeOther          = "other error"
 	causeHTTPPrefix     = "HTTP "
 	maxCauseQueryLength = len(causeHTTPPrefix) + 3
@@ -35,6 +38,12 @@ var errorCauses = []struct {
 	marks []string
 }{
 	{causeLeaseExpired, []string{strings.ToLower(store.LeaseExpiredMessage)}},
+	// A destination's OAuth2 token endpoint failed, however (refused,
+	// timed out, an error answer): the credentials are what to look at.
+	{causeCredentials, []string{strings.ToLower(gate.ErrToken.Error()) + ":"}},
+	// The destination is gone, or what it holds could not be used.
+	{causeDestination, []string{strings.ToLower(gate.ErrGone.Error()), "names a destination, and this retryd has none",
+		strings.ToLower(dispatch.ErrSign.Error()), "a sealed header does not open"}},
 	// The SSRF guard's refusal, wherever the dial wraps it.
 	{causeTargetRefused, []string{dispatch.ErrTargetRefused.Error()}},
 	// A body by reference that could not be read: the dispatcher's
@@ -95,5 +104,5 @@ func checkCause(s string) string {
 		}
 	}
 	return `must be "HTTP <status>" or one of "timeout", "connection refused", "connection reset", "DNS", "TLS", ` +
-		`"lease expired", "target not allowed", "body unavailable", "other error"`
+		`"lease expired", "target not allowed", "body unavailable", "credentials", "destination", "other error"`
 }

@@ -49,9 +49,9 @@ const (
 	// MaxReasonLength bounds a statusReason, which answers and the
 	// console show.
 	MaxReasonLength = 512
-	// MinAutoDisable is the shortest AutoDisable.AfterMs: a few failures in
-	// a row are a blip, not a destination to give up on.
-	MinAutoDisable = time.Minute
+	// MinAutoDisable is the shortest AutoDisable.AfterMs, so that a
+	// destination is disabled by a run of failures, never by one.
+	MinAutoDisable = time.Second
 	// DefaultSigningOverlap is how long a rotated-out signing secret still
 	// signs beside the new one.
 	DefaultSigningOverlap = 24 * time.Hour

@@ -110,7 +110,7 @@ func TestValidateNamesEachProblem(t *testing.T) {
 		{"bad CA", `{"destinationId":"a","url":"https://x","tls":{"caCertPem":"nope"}}`, "tls.caCertPem"},
 		{"cert without key", `{"destinationId":"a","url":"https://x","tls":{"clientCertPem":"x"}}`, "tls"},
 		{"status", `{"destinationId":"a","url":"https://x","status":"ON"}`, "status"},
-		{"auto-disable too soon", `{"destinationId":"a","url":"https://x","autoDisable":{"afterMs":1000}}`, "autoDisable.afterMs"},
+		{"auto-disable too soon", `{"destinationId":"a","url":"https://x","autoDisable":{"afterMs":999}}`, "autoDisable.afterMs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

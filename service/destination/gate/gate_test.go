@@ -2,10 +2,12 @@ package gate_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +225,56 @@ func TestSecretsNeverInTheClear(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAutoDisable: a destination whose every attempt has failed for
+// afterMs goes DISABLED, saying why; its tasks are then held, not spent;
+// resumed, they go again.
+func TestAutoDisable(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var healthy atomic.Bool
+	tg := newTarget(t, func(*http.Request) int {
+		if healthy.Load() {
+			return http.StatusOK
+		}
+		return http.StatusServiceUnavailable
+	})
+	e.call("POST", "/destinations", `{"destinationId":"flaky","url":"`+tg.URL+`","autoDisable":{"afterMs":1000}}`, http.StatusCreated)
+	e.call("POST", "/retry-policies", `{"policyId":"patient","backoff":"FIXED","initialDelayMs":100,"maxAttempts":100,"jitterType":"NONE"}`, http.StatusCreated)
+	tk := e.create(`{"destinationId":"flaky","policyId":"patient"}`)
+	var dest struct {
+		Status, StatusReason string
+		FailingSince         int64
+	}
+	for deadline := time.Now().Add(10 * time.Second); dest.Status != "DISABLED"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the destination is %+v after 10 s of failures, want DISABLED", dest)
+		}
+		time.Sleep(50 * time.Millisecond)
+		json.Unmarshal(e.call("GET", "/destinations/flaky", "", http.StatusOK), &dest)
+	}
+	if !strings.Contains(dest.StatusReason, "every attempt failed") {
+		t.Errorf("statusReason = %q", dest.StatusReason)
+	}
+	sent := len(tg.requests())
+	time.Sleep(1200 * time.Millisecond)
+	if now := len(tg.requests()); now != sent {
+		t.Errorf("a disabled destination's target saw %d more requests", now-sent)
+	}
+	held := e.get(tk.TaskID)
+	if held.Status != "PENDING" || !strings.HasSuffix(held.LastError, "(held: disabled)") {
+		t.Errorf("task of a disabled destination = %+v, want PENDING and held", held)
+	}
+	healthy.Store(true)
+	e.call("POST", "/destinations/flaky/resume", "", http.StatusOK)
+	if done := e.wait(tk.TaskID, "SUCCEEDED"); done.AttemptNumber != held.AttemptNumber+1 {
+		t.Errorf("attempts = %d after %d before the hold: the hold must charge none", done.AttemptNumber, held.AttemptNumber)
+	}
+	dest.StatusReason, dest.FailingSince = "", 0 // omitted when empty
+	json.Unmarshal(e.call("GET", "/destinations/flaky", "", http.StatusOK), &dest)
+	if dest.Status != "ACTIVE" || dest.FailingSince != 0 || dest.StatusReason != "" {
+		t.Errorf("after the resume and a success the destination is %+v", dest)
 	}
 }
