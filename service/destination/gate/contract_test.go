@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,7 +83,13 @@ func (ts *tokenServer) revoke(auth string) {
 func TestOAuth2ClientCredentials(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ts := newTokenServer(t, time.Second)
+	// The issue's run under RETRYKIT_LONG=1: 2,000 tasks over 10 s, tokens
+	// that live 2 s; a shorter one by default.
+	tasks, over, life := 150, 3*time.Second, time.Second
+	if os.Getenv("RETRYKIT_LONG") == "1" {
+		tasks, over, life = 2000, 10*time.Second, 2*time.Second
+	}
+	ts := newTokenServer(t, life)
 	var expired, unknown, revokedOnce atomic.Int64
 	tg := newTarget(t, func(r *http.Request) int {
 		auth := r.Header.Get("Authorization")
@@ -105,12 +112,11 @@ func TestOAuth2ClientCredentials(t *testing.T) {
 	e.call("POST", "/destinations", `{"destinationId":"oauth","url":"`+tg.URL+`",
 		"auth":{"type":"oauth2ClientCredentials","tokenUrl":"`+ts.URL+`","clientId":"retryd","clientSecret":"client-SECRET",
 		"scopes":["orders:write"],"audience":"partner-api"}}`, http.StatusCreated)
-	const tasks, over = 150, 3 * time.Second
 	var ids []string
 	start := time.Now()
 	for i := range tasks {
 		ids = append(ids, e.create(`{"destinationId":"oauth","policyId":"fast"}`).TaskID)
-		time.Sleep(time.Until(start.Add(over * time.Duration(i+1) / tasks)))
+		time.Sleep(time.Until(start.Add(over * time.Duration(i+1) / time.Duration(tasks))))
 	}
 	for _, id := range ids {
 		if tk := e.wait(id, "SUCCEEDED"); tk.AttemptNumber != 1 {
