@@ -1,12 +1,15 @@
 package main_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,5 +220,82 @@ func TestPauseSurvivesKill9(t *testing.T) {
 	waitAllSucceeded(t, d, ids, time.Minute)
 	if got := tg.count(); got != len(ids) {
 		t.Errorf("the target saw %d requests, want %d", got, len(ids))
+	}
+}
+
+// TestSecretsNeverInFilesOrLogs: the secrets given to destinations and
+// tasks appear in no file retryd wrote (database, WAL, blobs), in none of
+// its logs at debug level, and in no answer or metric; the target gets
+// them.
+func TestSecretsNeverInFilesOrLogs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var sent []string
+	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, r.Header.Get("Authorization")+r.Header.Get("Cookie")+r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+	}))
+	t.Cleanup(tg.Close)
+	d := startDaemon(t, filepath.Join(dir, "retryd.db"), "--allow-target", "127.0.0.1/32", "--log-level", "debug")
+	secrets := []string{"tok-SECRET-dest-1", "hdr-SECRET-dest-2", "auth-SECRET-task-3", "cookie-SECRET-task-4", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	var answers []string
+	var out map[string]any
+	d.call("POST", "/destinations", map[string]any{"destinationId": "partner", "url": tg.URL,
+		"auth": map[string]any{"type": "bearer", "token": secrets[0]}, "headers": map[string]any{"X-Api-Key": secrets[1]},
+		"signing": map[string]any{"scheme": "standard-webhooks", "secret": "whsec_" + secrets[4]}}, http.StatusCreated, &out)
+	answers = append(answers, fmt.Sprint(out))
+	big := make([]byte, 200<<10) // over the blob threshold: its body goes to the blob store
+	for i := range big {
+		big[i] = 'a' + byte(i%26)
+	}
+	var ids []string
+	for i, body := range []string{"small", string(big)} {
+		var tk task
+		d.call("POST", "/retry-tasks", map[string]any{"destinationId": "partner", "path": fmt.Sprintf("/t/%d", i), "body": body,
+			"headers": map[string]any{"Authorization": "Bearer " + secrets[2], "Cookie": "s=" + secrets[3]}}, http.StatusCreated, &tk)
+		ids = append(ids, tk.TaskID)
+	}
+	waitAllSucceeded(t, d, ids, 30*time.Second)
+	for _, path := range []string{"/destinations", "/destinations/partner", "/retry-tasks", "/retry-tasks/" + ids[0],
+		"/retry-tasks/" + ids[0] + "/attempts", "/metrics"} {
+		resp, err := http.Get(d.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answers = append(answers, string(b))
+	}
+	d.stop()
+	mu.Lock()
+	if len(sent) != 2 || !strings.Contains(sent[0], secrets[0]) || !strings.Contains(sent[0], secrets[3]) || !strings.Contains(sent[0], secrets[1]) {
+		t.Errorf("the target got %q, want the credentials", sent)
+	}
+	mu.Unlock()
+	files := 0
+	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		files++
+		b, err := os.ReadFile(path)
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds %q", path, s)
+			}
+		}
+		return err
+	})
+	if err != nil || files < 3 {
+		t.Fatalf("walked %d files: %v", files, err)
+	}
+	for _, text := range append(answers, d.log()) {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("an answer or the log holds %q", s)
+			}
+		}
 	}
 }
