@@ -120,9 +120,9 @@ func (s *server) destinationGet(w http.ResponseWriter, r *http.Request, tenant s
 	if err != nil {
 		return err
 	}
-	id := r.PathValue("destinationId")
-	if !destination.ValidID(id) {
-		return errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")
+	id, err := pathDestination(r)
+	if err != nil {
+		return err
 	}
 	sd, err := st.DestinationGet(r.Context(), tenant, id)
 	if err != nil {
@@ -191,9 +191,9 @@ func (s *server) destinationPatch(w http.ResponseWriter, r *http.Request, tenant
 	if err != nil {
 		return err
 	}
-	id := r.PathValue("destinationId")
-	if !destination.ValidID(id) {
-		return errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")
+	id, err := pathDestination(r)
+	if err != nil {
+		return err
 	}
 	var secret string
 	now := s.now()
@@ -249,9 +249,9 @@ func (s *server) destinationDelete(w http.ResponseWriter, r *http.Request, tenan
 	if err != nil {
 		return err
 	}
-	id := r.PathValue("destinationId")
-	if !destination.ValidID(id) {
-		return errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")
+	id, err := pathDestination(r)
+	if err != nil {
+		return err
 	}
 	if _, err := st.DestinationGet(r.Context(), tenant, id); err != nil {
 		return storeError(err, "destination")
@@ -305,9 +305,9 @@ func (s *server) destinationStatus(status destination.Status) handlerFunc {
 		if len(body.Reason) > destination.MaxReasonLength {
 			return invalid("reason", "must be at most %d bytes", destination.MaxReasonLength)
 		}
-		id := r.PathValue("destinationId")
-		if !destination.ValidID(id) {
-			return errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")
+		id, err := pathDestination(r)
+		if err != nil {
+			return err
 		}
 		now := s.now()
 		_, sd, err := destination.Update(r.Context(), st, tenant, id, now, func(d *destination.Destination) (bool, error) {
@@ -342,9 +342,9 @@ func (s *server) destinationRotate(w http.ResponseWriter, r *http.Request, tenan
 		}
 		overlap = time.Duration(*body.OverlapMs) * time.Millisecond
 	}
-	id := r.PathValue("destinationId")
-	if !destination.ValidID(id) {
-		return errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")
+	id, err := pathDestination(r)
+	if err != nil {
+		return err
 	}
 	secret, err := signing.NewSecret()
 	if err != nil {
@@ -426,4 +426,14 @@ func destinationJSON(sd *store.Destination, secret string) (json.RawMessage, err
 	sg["secret"], _ = json.Marshal(secret)
 	m["signing"], _ = json.Marshal(sg)
 	return json.Marshal(m)
+}
+
+// pathDestination returns the destinationId of r's path: a 404 when it
+// cannot name one, as when none has that name.
+func pathDestination(r *http.Request) (string, error) {
+	id := r.PathValue("destinationId")
+	if !destination.ValidID(id) {
+		return "", errorf(http.StatusNotFound, CodeNotFound, "", "destination not found")
+	}
+	return id, nil
 }
