@@ -25,6 +25,7 @@ func ScriptNames(s *Store) map[string]string {
 		s.sc.release.Hash(): "release", s.sc.list.Hash(): "list", s.sc.purge.Hash(): "purge",
 		s.sc.instance.Hash(): "instance", s.sc.bury.Hash(): "bury", s.sc.leases.Hash(): "leases",
 		s.sc.destCreate.Hash(): "destcreate", s.sc.destUpdate.Hash(): "destupdate", s.sc.destDelete.Hash(): "destdelete",
+		s.sc.limit.Hash(): "limit", s.sc.reseal.Hash(): "reseal",
 	}
 }
 

@@ -2,12 +2,9 @@ package redis
 
 import (
 	"context"
-	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/retrykit/retry/service/destination/limits"
 	"github.com/retrykit/retry/service/store"
@@ -19,13 +16,6 @@ import (
 // that one script reads and writes them in one Redis Cluster slot, and
 // keys spread over the cluster. Each expires a while (limits.Idle) after
 // the last moment its state matters, so idle keys leave nothing behind.
-
-//go:embed lua/limit.lua
-var limitLua string
-
-// limitScript is lua/limit.lua with its digest, computed once; like the
-// store's other scripts it is never changed.
-var limitScript = goredis.NewScript(limitLua)
 
 // limitKeys returns the rate hash and the slots set of key.
 func (k keys) limitKeys(key string) (rate, slots string) {
@@ -50,7 +40,7 @@ func (s *Store) LimitAcquire(ctx context.Context, p store.LimitParams) (store.Li
 	}
 	slot := pl.NewSlot()
 	rate, slots := s.k.limitKeys(pl.Key)
-	res, err := limitScript.Run(ctx, s.rdb, []string{rate, slots}, pl.Now, pl.Interval, pl.Tau, pl.MaxWait,
+	res, err := s.sc.limit.Run(ctx, s.rdb, []string{rate, slots}, pl.Now, pl.Interval, pl.Tau, pl.MaxWait,
 		pl.MaxInFlight, pl.Hold, slot, limits.Idle.Milliseconds()).Int64Slice()
 	switch {
 	case err != nil:

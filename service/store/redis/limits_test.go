@@ -12,38 +12,6 @@ import (
 	"github.com/retrykit/retry/service/store/redis/redistest"
 )
 
-// TestLimits runs the conformance suite of store.Limits, checking that
-// the script keeps each call's keys in one slot.
-func TestLimits(t *testing.T) {
-	t.Parallel()
-	url := redistest.URL(t)
-	base := redistest.Prefix(t, url)
-	checker := newSlotChecker(t, false)
-	limitstest.Run(t, func(t *testing.T) store.Limits {
-		s := closeAtEnd(t, open(t, url, base+t.Name()+":"))
-		return checker.watch(s)
-	})
-	limitstest.RunShared(t, func(t *testing.T) (store.Limits, store.Limits) {
-		prefix := base + t.Name() + ":"
-		return checker.watch(closeAtEnd(t, open(t, url, prefix))), checker.watch(closeAtEnd(t, open(t, url, prefix)))
-	})
-}
-
-// TestLimitsCluster runs the conformance suite on a Redis Cluster, which
-// refuses a script whose keys span slots.
-func TestLimitsCluster(t *testing.T) {
-	t.Parallel()
-	srv := startCluster(t)
-	url := strings.TrimSuffix(strings.Replace(srv.url(), "redis://", "redis+cluster://", 1), "/0")
-	limitstest.Run(t, func(t *testing.T) store.Limits {
-		return closeAtEnd(t, open(t, url, "retrykit-test:"+t.Name()+":"))
-	})
-	limitstest.RunShared(t, func(t *testing.T) (store.Limits, store.Limits) {
-		prefix := "retrykit-test:" + t.Name() + ":"
-		return closeAtEnd(t, open(t, url, prefix)), closeAtEnd(t, open(t, url, prefix))
-	})
-}
-
 // TestLimitKeysExpire: a key's rate hash and slots set live until a while
 // (limits.Idle) after the last moment their state matters, and a release
 // of a slot that expired with its set is no error.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/retrykit/retry/service/destination/limits/limitstest"
 	"github.com/retrykit/retry/service/store"
 	"github.com/retrykit/retry/service/store/redis"
 	"github.com/retrykit/retry/service/store/redis/redistest"
@@ -49,6 +50,16 @@ func conformance(t *testing.T, url, base string) {
 		storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
 			prefix := sub()
 			return checker.watch(open(t, url, prefix)), checker.watch(open(t, url, prefix))
+		})
+	})
+	// The limits of destinations, whose script the checker watches too.
+	t.Run("Limits", func(t *testing.T) {
+		limitstest.Run(t, func(t *testing.T) store.Limits {
+			return checker.watch(closeAtEnd(t, open(t, url, sub())))
+		})
+		limitstest.RunShared(t, func(t *testing.T) (store.Limits, store.Limits) {
+			prefix := sub()
+			return checker.watch(closeAtEnd(t, open(t, url, prefix))), checker.watch(closeAtEnd(t, open(t, url, prefix)))
 		})
 	})
 	checker.verify(t)

@@ -25,27 +25,13 @@ import (
 // Destinations have no index across tenants: DestinationEach finds the
 // tenants' ID sets with SCAN, on every master of a cluster.
 
-// resealLua replaces a task's headers if they are still those read. The
-// condition also keeps a write from making anew the hash of a task purged
-// since it was read: HSET on a missing key would create it.
-const resealLua = `#!lua
--- KEYS: 1 the task's hash
--- ARGV: 1 the headers as read (field h), 2 the headers to write
--- Returns 1 when written, 0 when the task is gone or its headers changed.
-if redis.call('HGET', KEYS[1], 'h') ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'h', ARGV[2])
-return 1
-`
-
 // TaskHeadersReseal seals again the sealed values of tasks' headers; see
 // store.TaskHeaderResealer.
 func (s *Store) TaskHeadersReseal(ctx context.Context, change store.HeaderChange) (int, error) {
 	if err := s.open("reseal task headers"); err != nil {
 		return 0, err
 	}
-	sc := goredis.NewScript(resealLua)
+	sc := s.sc.reseal
 	states := taskstate.All()
 	n := 0
 	for p := range s.parts {

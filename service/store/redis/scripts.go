@@ -54,13 +54,17 @@ var (
 	destUpdateLua string
 	//go:embed lua/destdelete.lua
 	destDeleteLua string
+	//go:embed lua/limit.lua
+	limitLua string
+	//go:embed lua/reseal.lua
+	resealLua string
 )
 
 // scripts are the store's scripts, with their SHA-1 digests computed once.
 type scripts struct {
 	create, claim, finish, transition, list, attempts, policy, release, due, purge, tcountsFill *goredis.Script
 	createFast, instance, bury, leases                                                          *goredis.Script
-	destCreate, destUpdate, destDelete                                                          *goredis.Script
+	destCreate, destUpdate, destDelete, limit, reseal                                           *goredis.Script
 }
 
 func newScripts() scripts {
@@ -83,6 +87,8 @@ func newScripts() scripts {
 		destCreate:  goredis.NewScript(destCreateLua),
 		destUpdate:  goredis.NewScript(destUpdateLua),
 		destDelete:  goredis.NewScript(destDeleteLua),
+		limit:       goredis.NewScript(limitLua),
+		reseal:      goredis.NewScript(resealLua),
 	}
 }
 
