@@ -72,7 +72,7 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		// taken back without its attempt charged (store.SendHorizon).
 		if err := s.horizon.MaySend(ctx, t); err != nil {
 			if call != nil {
-				call.Done(ctx, &dispatch.Result{}, false)
+				call.Release(ctx)
 			}
 			if ctx.Err() != nil {
 				return // shutting down: the lease is taken back

@@ -127,17 +127,7 @@ func (c *Call) Request(ctx context.Context, t *store.Task, r dispatch.Request) (
 // dropped, and the next attempt fetches a fresh one. A fresh token refused
 // again is the attempt's failure.
 func (c *Call) Done(ctx context.Context, res *dispatch.Result, ok bool) (again bool) {
-	if c.acquired {
-		c.acquired = false
-		if c.slot != "" {
-			if err := c.g.cfg.Limits.LimitRelease(context.WithoutCancel(ctx), c.tenant+"/"+c.id, c.slot); err != nil {
-				c.g.cfg.Logger.Warn("gate: in-flight slot not released; it expires", "destination", c.id, "error", err)
-			}
-		}
-		if c.v.d.MaxInFlight > 0 && c.g.cfg.Recorder != nil {
-			c.g.cfg.Recorder.DestinationInFlight(c.tenant, c.id, -1)
-		}
-	}
+	c.Release(ctx)
 	if res.Duration > 0 {
 		c.v.observe(res.Duration)
 	}
@@ -153,6 +143,23 @@ func (c *Call) Done(ctx context.Context, res *dispatch.Result, ok bool) (again b
 	}
 	c.g.track(ctx, c, ok)
 	return false
+}
+
+// Release frees the room Acquire took, if any, without a result: what a
+// caller does that did not send the call after all. Done releases it too.
+func (c *Call) Release(ctx context.Context) {
+	if !c.acquired {
+		return
+	}
+	c.acquired = false
+	if c.slot != "" {
+		if err := c.g.cfg.Limits.LimitRelease(context.WithoutCancel(ctx), c.tenant+"/"+c.id, c.slot); err != nil {
+			c.g.cfg.Logger.Warn("gate: in-flight slot not released; it expires", "destination", c.id, "error", err)
+		}
+	}
+	if c.v.d.MaxInFlight > 0 && c.g.cfg.Recorder != nil {
+		c.g.cfg.Recorder.DestinationInFlight(c.tenant, c.id, -1)
+	}
 }
 
 func canonical(name string) string { return textproto.CanonicalMIMEHeaderKey(name) }
