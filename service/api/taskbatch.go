@@ -162,7 +162,7 @@ func (s *server) taskCreateBatch(w http.ResponseWriter, r *http.Request, tenant 
 		if err := s.settleBody(ctx, req); err != nil {
 			return err
 		}
-		tasks = append(tasks, s.sealHeaders(req.newTask(tenant, now)))
+		tasks = append(tasks, s.sealTask(req, req.newTask(tenant, now)))
 		at = append(at, i)
 	}
 

@@ -157,7 +157,16 @@ func (q *taskRequest) discard() {
 // creation. notBefore, bs and r are left out when absent, so a task stored
 // before they existed keeps its hash and its repeats stay repeats. It is
 // called once the body is settled.
-func (q *taskRequest) hash() string {
+func (q *taskRequest) hash() string { return q.hashWith(nil) }
+
+// hashWith is hash with the headers first given to headers, when not nil:
+// what keeps the digest of a request with credentials from being a way to
+// test guesses of them (see server.sealTask).
+func (q *taskRequest) hashWith(headers func(map[string]string) map[string]string) string {
+	hs := withoutTrace(q.headers)
+	if headers != nil {
+		hs = headers(hs)
+	}
 	h := struct {
 		Method     string            `json:"m"`
 		URL        string            `json:"u"`
@@ -167,7 +176,7 @@ func (q *taskRequest) hash() string {
 		BodyRef    string            `json:"r,omitempty"`
 		PolicyID   string            `json:"p"`
 		NotBefore  *int64            `json:"nb,omitempty"`
-	}{Method: q.method, URL: q.targetURL, Headers: withoutTrace(q.headers), PolicyID: q.policyID, NotBefore: q.notBefore}
+	}{Method: q.method, URL: q.targetURL, Headers: hs, PolicyID: q.policyID, NotBefore: q.notBefore}
 	switch {
 	case q.moved != nil && q.hashHead != nil:
 		h.Body = q.hashHead
@@ -352,7 +361,7 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	if err := s.settleBody(ctx, req); err != nil {
 		return err
 	}
-	nt := s.sealHeaders(req.newTask(tenant, now))
+	nt := s.sealTask(req, req.newTask(tenant, now))
 	reserved := s.claimAtCreate([]*store.Task{nt})
 	t, created, err := s.store.TaskCreate(createCtx(ctx, reserved), nt)
 	if created {
@@ -370,11 +379,21 @@ func (s *server) taskCreate(w http.ResponseWriter, r *http.Request, tenant strin
 	return nil
 }
 
-// sealHeaders seals t's credential headers, once its request hash is taken
-// over them in the clear: a repeat of the request is still a repeat.
-func (s *server) sealHeaders(t *store.Task) *store.Task {
-	if s.keys != nil {
-		t.Headers = destination.SealHeaders(s.keys, t.Tenant, t.ID, t.Headers, s.sealed)
+// sealTask seals the credential headers of t, the task q makes. Its
+// request hash then takes each such header's keyed digest (Keyring.HMAC)
+// for its value: a plain hash of a request whose every other part the
+// task's row holds would let a weak password be guessed offline. A repeat
+// of the request is still a repeat, while the key stays the same.
+func (s *server) sealTask(q *taskRequest, t *store.Task) *store.Task {
+	if s.keys == nil {
+		return t
 	}
+	if !destination.HasSecretHeader(t.Headers, s.sealed) {
+		return t
+	}
+	t.RequestHash = q.hashWith(func(h map[string]string) map[string]string {
+		return destination.DigestHeaders(s.keys.HMAC, h, s.sealed)
+	})
+	t.Headers = destination.SealHeaders(s.keys, t.Tenant, t.ID, t.Headers, s.sealed)
 	return t
 }

@@ -1,6 +1,7 @@
 package destination
 
 import (
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"net/textproto"
@@ -148,4 +149,29 @@ func isCredential(canon string) bool {
 		}
 	}
 	return false
+}
+
+// HasSecretHeader reports whether h holds a header that names lists (see
+// SecretHeaderNames).
+func HasSecretHeader(h map[string]string, names map[string]bool) bool {
+	for name := range h {
+		if names[textproto.CanonicalMIMEHeaderKey(name)] {
+			return true
+		}
+	}
+	return false
+}
+
+// DigestHeaders returns a copy of h with the value of each header names
+// lists replaced by its keyed digest under mac, in hex: what a request's
+// hash takes in their place.
+func DigestHeaders(mac func([]byte) []byte, h map[string]string, names map[string]bool) map[string]string {
+	out := make(map[string]string, len(h))
+	for name, v := range h {
+		if names[textproto.CanonicalMIMEHeaderKey(name)] {
+			v = "hmac:" + hex.EncodeToString(mac([]byte(v)))
+		}
+		out[name] = v
+	}
+	return out
 }

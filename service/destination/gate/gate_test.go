@@ -278,3 +278,18 @@ func TestAutoDisable(t *testing.T) {
 		t.Errorf("after the resume and a success the destination is %+v", dest)
 	}
 }
+
+// TestCredentialedTaskRepeats: a task whose Authorization is sealed is
+// still told apart by it: the same request again is a repeat, one with
+// another password a conflict.
+func TestCredentialedTaskRepeats(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	body := func(password string) string {
+		return `{"targetUrl":"` + tg.URL + `","idempotencyKey":"k1","headers":{"Authorization":"Basic ` + password + `"}}`
+	}
+	e.call("POST", "/retry-tasks", body("cGFzczE="), http.StatusCreated)
+	e.call("POST", "/retry-tasks", body("cGFzczE="), http.StatusOK)
+	e.call("POST", "/retry-tasks", body("cGFzczI="), http.StatusConflict)
+}
