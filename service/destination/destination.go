@@ -115,25 +115,23 @@ type SigningPrevious struct {
 }
 
 // RateLimit caps attempts a second, for the whole fleet. Burst is how many
-// may go at once after a quiet spell; 0 means DefaultBurst(PerSecond).
+// may go at once after a quiet spell; 0 means DefaultBurst.
 type RateLimit struct {
 	PerSecond float64 `json:"perSecond"`
 	Burst     int     `json:"burst,omitempty"`
 }
 
-// DefaultBurst is the burst of a rate limit that names none: a tenth of a
-// second's worth, at least one, so that any one-second window holds at most
-// 1.1 times the rate.
-func DefaultBurst(perSecond float64) int {
-	return max(1, int(perSecond/10))
-}
+// DefaultBurst is the burst of a rate limit that names none: one, so that
+// attempts go evenly spaced, and any one-second window holds the rate and
+// what the lateness of a few sends crowds into it.
+const DefaultBurst = 1
 
-// BurstOrDefault returns r's burst, or its default.
+// BurstOrDefault returns r's burst, or DefaultBurst.
 func (r *RateLimit) BurstOrDefault() int {
 	if r.Burst > 0 {
 		return r.Burst
 	}
-	return DefaultBurst(r.PerSecond)
+	return DefaultBurst
 }
 
 // TLS is a destination's own trust and identity: a private CA to verify the

@@ -42,8 +42,8 @@ func TestParseValidateSealMask(t *testing.T) {
 	if err := d.Validate(bounds); err != nil {
 		t.Fatalf("Validate() = %v", err)
 	}
-	if d.Status != destination.Active || d.RateLimit.BurstOrDefault() != 5 {
-		t.Errorf("status %s burst %d, want ACTIVE and a tenth of the rate", d.Status, d.RateLimit.BurstOrDefault())
+	if d.Status != destination.Active || d.RateLimit.BurstOrDefault() != destination.DefaultBurst {
+		t.Errorf("status %s burst %d, want ACTIVE and the default burst", d.Status, d.RateLimit.BurstOrDefault())
 	}
 	if _, err := d.Encode(); err == nil {
 		t.Fatal("Encode() of secrets in the clear succeeded; it must refuse")

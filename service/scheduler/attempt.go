@@ -60,20 +60,11 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 	if held {
 		return
 	}
-	if call != nil {
-		if h := call.Acquire(ctx); h != nil {
-			s.queue(t, holdBack(t, h.Until, time.Now(), h.Reason))
-			return
-		}
-	}
 	if s.horizon != nil {
 		// The store must know that this attempt may be sent before it
 		// is: should this process die, a task it never sent is then
 		// taken back without its attempt charged (store.SendHorizon).
 		if err := s.horizon.MaySend(ctx, t); err != nil {
-			if call != nil {
-				call.Release(ctx)
-			}
 			if ctx.Err() != nil {
 				return // shutting down: the lease is taken back
 			}
@@ -82,8 +73,18 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 			return
 		}
 	}
+	req, early := s.request(ctx, t, call)
+	if early == nil && call != nil {
+		// The destination's rate token is taken last, once the request is
+		// ready, so that it goes at its token's time: a token spent late
+		// would crowd the next second.
+		if h := call.Acquire(ctx); h != nil {
+			s.queue(t, holdBack(t, h.Until, time.Now(), h.Reason))
+			return
+		}
+	}
 	tr, span := s.startAttempt(t)
-	res := s.send(ctx, t, call, p.AttemptTimeout, tr)
+	res := s.send(ctx, req, tr, call, p.AttemptTimeout, early)
 	s.report(ctx, host, p, &res)
 	if call != nil && call.Done(ctx, &res, res.Outcome(p) == dispatch.Success) {
 		// The target refused a stale OAuth2 token: the token is dropped
@@ -107,36 +108,48 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 	s.commits <- b
 }
 
-// send makes t's attempt, through call when its task names a destination.
-// A policy's AttemptTimeout shortens the dispatcher's own bound for its
-// tasks, and a destination's timeout sets it; neither outlasts the lease,
-// which was sized to the longest.
-func (s *Scheduler) send(ctx context.Context, t *store.Task, call *gate.Call, timeout time.Duration, tr dispatch.Trace) dispatch.Result {
-	req := dispatch.Request{
+// request returns the request of t's attempt: its headers opened and,
+// when its task names a destination, dressed by call. early is the
+// attempt's result when it fails before it can be sent (a sealed header
+// that does not open, an OAuth2 token endpoint that fails): charged like a
+// connection refused, nothing sent.
+func (s *Scheduler) request(ctx context.Context, t *store.Task, call *gate.Call) (req dispatch.Request, early *dispatch.Result) {
+	req = dispatch.Request{
 		Method:         t.Method,
 		URL:            t.TargetURL,
-		Headers:        t.Headers,
 		Body:           t.Body,
 		BodyRef:        t.BodyRef, // read from the blob store, and streamed, at each attempt
 		IdempotencyKey: t.IdempotencyKey,
-		Trace:          tr,
 	}
-	if h, err := destination.OpenHeaders(s.cfg.Keys, t.Tenant, t.ID, t.Headers); err != nil {
-		return dispatch.Result{Start: time.Now(), Err: fmt.Errorf("a sealed header does not open: %w", err)}
-	} else {
-		req.Headers = h
+	h, err := destination.OpenHeaders(s.cfg.Keys, t.Tenant, t.ID, t.Headers)
+	if err != nil {
+		return req, &dispatch.Result{Start: time.Now(), Err: fmt.Errorf("a sealed header does not open: %w", err)}
 	}
+	req.Headers = h
+	if call != nil {
+		if req, err = call.Request(ctx, t, req); err != nil {
+			return req, &dispatch.Result{Start: time.Now(), Err: err}
+		}
+	}
+	return req, nil
+}
+
+// send makes the attempt of req, traced as tr, through call's dispatcher
+// when its task names a destination; early, when not nil, is the result
+// of an attempt that could not be sent. A policy's AttemptTimeout shortens
+// the dispatcher's own bound for its tasks, and a destination's timeout
+// sets it; neither outlasts the lease, which was sized to the longest.
+func (s *Scheduler) send(ctx context.Context, req dispatch.Request, tr dispatch.Trace, call *gate.Call, timeout time.Duration,
+	early *dispatch.Result) dispatch.Result {
+	if early != nil {
+		return *early
+	}
+	req.Trace = tr
 	disp := s.disp
 	if call != nil {
 		disp = call.Dispatcher()
 		if d := call.Timeout(); d > 0 && (timeout <= 0 || d < timeout) {
 			timeout = d
-		}
-		var err error
-		if req, err = call.Request(ctx, t, req); err != nil {
-			// The credentials could not be had: the attempt's failure,
-			// charged like a connection refused, and nothing was sent.
-			return dispatch.Result{Start: time.Now(), Err: err}
 		}
 	}
 	if timeout > 0 {

@@ -84,8 +84,22 @@ func (c *Call) Acquire(ctx context.Context) *Hold {
 			t.Stop()
 		}
 	}
+	if d.RateLimit != nil {
+		// A token spent late crowds the tokens after it into less than
+		// their second: one whose time has passed by more than maxLate
+		// (a busy machine, a slow answer of the store) is given up, and
+		// the task looks again at once.
+		if now := c.g.cfg.Now(); now.Sub(p.Now.Add(grant.Wait)) > maxLate {
+			c.Release(ctx)
+			return c.g.hold(c.tenant, c.id, now, HeldRate)
+		}
+	}
 	return nil
 }
+
+// maxLate is how long after its time a rate token may still be used: at
+// 100/s, five requests more than the rate in any second.
+const maxLate = 50 * time.Millisecond
 
 // Request returns the dispatch request of the task's attempt: the task's
 // request sent to URL, with the destination's headers and credentials over

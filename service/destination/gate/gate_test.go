@@ -106,6 +106,10 @@ func TestPauseHoldsUncharged(t *testing.T) {
 	}
 	for _, id := range ids {
 		tk := e.get(id)
+		// A held task comes back now and then to look, IN_FLIGHT a moment.
+		for deadline := time.Now().Add(5 * time.Second); tk.Status != "PENDING" && time.Now().Before(deadline); tk = e.get(id) {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if tk.Status != "PENDING" || tk.AttemptNumber != 0 || !strings.HasSuffix(tk.LastError, "held: paused") {
 			t.Errorf("held task = %+v, want PENDING, no attempt, lastError held: paused", tk)
 		}
@@ -263,7 +267,11 @@ func TestAutoDisable(t *testing.T) {
 	if now := len(tg.requests()); now != sent {
 		t.Errorf("a disabled destination's target saw %d more requests", now-sent)
 	}
+	// The held task comes back now and then to look, IN_FLIGHT a moment.
 	held := e.get(tk.TaskID)
+	for deadline := time.Now().Add(5 * time.Second); held.Status != "PENDING" && time.Now().Before(deadline); held = e.get(tk.TaskID) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if held.Status != "PENDING" || !strings.HasSuffix(held.LastError, "(held: disabled)") {
 		t.Errorf("task of a disabled destination = %+v, want PENDING and held", held)
 	}
