@@ -193,7 +193,7 @@ type PreviousSecret struct {
 
 // RateLimit caps a destination's attempts a second, for the whole fleet.
 // Burst is how many may go at once after a quiet spell; 0 for the
-// service's default, a tenth of PerSecond (at least 1).
+// service's default, 1: attempts evenly spaced.
 type RateLimit struct {
 	PerSecond float64 `json:"perSecond"`
 	Burst     int     `json:"burst,omitempty"`
