@@ -189,6 +189,18 @@ func TestDestinationLimitsHoldForTheFleet(t *testing.T) {
 			}
 			t.Logf("%s: %d tasks at 100/s, created and done in %v; the target saw %.1f/s from first to last; busiest second %d; most open at the slow target %d",
 				bc.name, n, took.Round(time.Millisecond), paced.rate(), paced.busiestSecond(time.Second), slow.most)
+
+			// A pause made through one instance holds the whole fleet.
+			ds[2].call("POST", "/destinations/paced/pause", nil, http.StatusOK, nil)
+			time.Sleep(1500 * time.Millisecond) // every instance reads the destination again within a second
+			before := paced.count()
+			held := createForDestination(t, ds, "paced", "p", 60)
+			time.Sleep(2 * time.Second)
+			if got := paced.count(); got != before {
+				t.Errorf("a paused destination's target saw %d requests from the fleet", got-before)
+			}
+			ds[1].call("POST", "/destinations/paced/resume", nil, http.StatusOK, nil)
+			waitAllSucceeded(t, ds[0], held, 30*time.Second)
 		})
 	}
 }
@@ -200,14 +212,22 @@ func TestPauseSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retryd.db")
 	tg := newArrivals(t, 0)
+	// The run under RETRYKIT_LONG=1: 1,000 tasks, paused 10 s.
+	tasks, paused := 300, 2*time.Second
+	if os.Getenv("RETRYKIT_LONG") == "1" {
+		tasks, paused = 1000, 10*time.Second
+	}
 	d := startDaemon(t, db, "--allow-target", "127.0.0.1/32")
 	d.call("POST", "/destinations", map[string]any{"destinationId": "partner", "url": tg.URL}, http.StatusCreated, nil)
 	d.call("POST", "/destinations/partner/pause", map[string]any{"reason": "maintenance"}, http.StatusOK, nil)
-	ids := createForDestination(t, []*daemon{d}, "partner", "default", 300)
-	time.Sleep(2 * time.Second)
+	ids := createForDestination(t, []*daemon{d}, "partner", "default", tasks)
+	time.Sleep(paused)
+	if got := tg.count(); got != 0 {
+		t.Fatalf("the target of a paused destination saw %d requests", got)
+	}
 	d.kill()
 	d = startDaemon(t, db, "--allow-target", "127.0.0.1/32")
-	time.Sleep(2 * time.Second)
+	time.Sleep(paused)
 	if got := tg.count(); got != 0 {
 		t.Fatalf("the target of a paused destination saw %d requests", got)
 	}
