@@ -203,9 +203,15 @@ func (s *server) destinationPatch(w http.ResponseWriter, r *http.Request, tenant
 			return false, problems(err)
 		}
 		if d.Status != old.Status {
+			// A new status comes with its own reason, or none: the old
+			// one was the old status's.
+			reason := ""
+			if _, given := m["statusReason"]; given {
+				reason = d.StatusReason
+			}
 			status := d.Status
 			d.Status = old.Status
-			d.SetStatus(status, d.StatusReason, now)
+			d.SetStatus(status, reason, now)
 		}
 		if secret, err = withSigningSecret(d); err != nil {
 			return false, err

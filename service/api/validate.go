@@ -157,6 +157,9 @@ func checkHeaders(h map[string]string) (map[string]string, string) {
 		if !httpguts.ValidHeaderFieldValue(value) {
 			return nil, fmt.Sprintf("the value of %s has a control character (CR, LF, NUL, …)", canon)
 		}
+		if destination.LooksSealed(value) {
+			return nil, fmt.Sprintf("the value of %s begins with %q, which retryd keeps for the secrets it seals", canon, destination.SealedPrefix)
+		}
 		out[canon] = value
 	}
 	return out, ""

@@ -29,8 +29,55 @@ func ParseRequest(data []byte) (*Destination, error) {
 	return d, refuseSealed(d)
 }
 
+// fields names the members of a destination's JSON objects, exactly as
+// they are spelled: encoding/json would take "URL" for "url", and a merge
+// patch would then keep both. nil marks a map of any names (headers).
+var fields = map[string]map[string]bool{
+	"": set("destinationId", "url", "auth", "headers", "signing", "rateLimit", "maxInFlight", "timeoutMs", "tls",
+		"autoDisable", "status", "statusReason", "statusSince", "failingSince"),
+	"auth": set("type", "token", "username", "password", "name", "value", "tokenUrl", "clientId", "clientSecret",
+		"scopes", "audience"),
+	"signing":     set("scheme", "secret", "previous"),
+	"rateLimit":   set("perSecond", "burst"),
+	"tls":         set("caCertPem", "clientCertPem", "clientKeyPem"),
+	"autoDisable": set("afterMs"),
+}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// checkNames refuses a member of m, a destination's JSON or a merge patch
+// of it, whose name is not spelled as the API spells it.
+func checkNames(m map[string]any) error {
+	for k, v := range m {
+		if !fields[""][k] {
+			return Problems{{k, "unknown field"}}
+		}
+		sub, ok := v.(map[string]any)
+		if want := fields[k]; ok && want != nil {
+			for sk := range sub {
+				if !want[sk] {
+					return Problems{{k + "." + sk, "unknown field"}}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // decode reads a destination's JSON strictly: unknown fields are problems.
 func decode(data []byte) (*Destination, error) {
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err == nil {
+		if err := checkNames(m); err != nil {
+			return nil, err
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var d Destination
@@ -116,6 +163,9 @@ func Patch(old *Destination, patch []byte) (*Destination, error) {
 	if !ok {
 		return nil, Problems{{"", "a merge patch of a destination is a JSON object"}}
 	}
+	if err := checkNames(pm); err != nil {
+		return nil, err
+	}
 	if id, ok := pm["destinationId"]; ok && id != old.ID {
 		return nil, Problems{{"destinationId", "cannot change; create another destination"}}
 	}
@@ -147,9 +197,12 @@ func Patch(old *Destination, patch []byte) (*Destination, error) {
 	}
 	d.keepFrom(old)
 	d.StatusSince, d.FailingSince = old.StatusSince, old.FailingSince
-	if d.Signing != nil && old.Signing != nil {
-		// Rotated-out secrets change only by a rotation.
-		d.Signing.Previous = old.Signing.Previous
+	if d.Signing != nil {
+		// Rotated-out secrets change only by a rotation, never a patch.
+		d.Signing.Previous = nil
+		if old.Signing != nil {
+			d.Signing.Previous = old.Signing.Previous
+		}
 	}
 	return d, nil
 }

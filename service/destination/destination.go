@@ -40,9 +40,12 @@ const SchemeStandardWebhooks = "standard-webhooks"
 
 // Limits of the settings, beyond which a destination is refused.
 const (
-	MaxIDLength    = 128
-	MaxURLLength   = 2048
-	MaxPerSecond   = 100_000
+	MaxIDLength  = 128
+	MaxURLLength = 2048
+	MaxPerSecond = 100_000
+	// MinPerSecond is the slowest rate limit: one attempt in a thousand
+	// seconds, so that the limiter's schedule stays within its bounds.
+	MinPerSecond   = 0.001
 	MaxBurst       = 100_000
 	MaxInFlightCap = 100_000
 	MaxHeaders     = 64

@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+
+	"github.com/retrykit/retry/service/store"
 )
 
 // credentialHeaders are the task headers that carry credentials, sealed at
@@ -26,9 +28,14 @@ func SecretHeaderNames(extra []string) map[string]bool {
 	return out
 }
 
-// sealedPrefix begins every sealed value (package secrets' tokens): a
-// cheap test on the attempt path, before the token is opened.
-const sealedPrefix = "sec:v1:"
+// SealedPrefix begins every sealed value (package secrets' tokens): a
+// cheap test on the attempt path, before the token is opened. The API
+// refuses a task header that begins with it, so that a value a client
+// gives is never taken for one retryd sealed.
+const SealedPrefix = store.SealedPrefix
+
+// LooksSealed reports whether v begins as a sealed value does.
+func LooksSealed(v string) bool { return strings.HasPrefix(v, SealedPrefix) }
 
 // headerAD is what a task header is sealed for: its tenant, task and name.
 func headerAD(tenant, taskID, name string) []byte {
@@ -40,7 +47,7 @@ func headerAD(tenant, taskID, name string) []byte {
 func SealHeaders(k Sealer, tenant, taskID string, h map[string]string, names map[string]bool) map[string]string {
 	var out map[string]string
 	for name, v := range h {
-		if !names[textproto.CanonicalMIMEHeaderKey(name)] || strings.HasPrefix(v, sealedPrefix) {
+		if !names[textproto.CanonicalMIMEHeaderKey(name)] || strings.HasPrefix(v, SealedPrefix) {
 			continue
 		}
 		if out == nil {
@@ -62,7 +69,7 @@ func SealHeaders(k Sealer, tenant, taskID string, h map[string]string, names map
 func OpenHeaders(k Sealer, tenant, taskID string, h map[string]string) (map[string]string, error) {
 	var out map[string]string
 	for name, v := range h {
-		if !strings.HasPrefix(v, sealedPrefix) {
+		if !strings.HasPrefix(v, SealedPrefix) {
 			continue
 		}
 		if k == nil {
@@ -98,7 +105,7 @@ func ResealHeaders(reseal func(token string, ad []byte) (string, bool, error), t
 	// open, the same one is reported each time.
 	for _, name := range slices.Sorted(maps.Keys(h)) {
 		v := h[name]
-		if !strings.HasPrefix(v, sealedPrefix) {
+		if !strings.HasPrefix(v, SealedPrefix) {
 			continue
 		}
 		tok, changed, err := reseal(v, headerAD(tenant, taskID, name))
@@ -125,7 +132,7 @@ func MaskHeaders(h map[string]string, mask string) map[string]string {
 	var out map[string]string
 	for name, v := range h {
 		canon := textproto.CanonicalMIMEHeaderKey(name)
-		if !strings.HasPrefix(v, sealedPrefix) && !isCredential(canon) {
+		if !strings.HasPrefix(v, SealedPrefix) && !isCredential(canon) {
 			continue
 		}
 		if out == nil {

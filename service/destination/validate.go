@@ -36,7 +36,21 @@ func (d *Destination) Validate(b Bounds) error {
 	if len(d.Headers) > MaxHeaders {
 		p.add("headers", "at most %d headers", MaxHeaders)
 	}
+	seen := make(map[string]bool, len(d.Headers)+1)
+	if a := d.Auth; a != nil {
+		switch a.Type {
+		case AuthBearer, AuthBasic, AuthOAuth2Client:
+			seen["Authorization"] = true
+		case AuthHeader:
+			seen[textproto.CanonicalMIMEHeaderKey(a.Name)] = true
+		}
+	}
 	for k, v := range d.Headers {
+		canon := textproto.CanonicalMIMEHeaderKey(k)
+		if seen[canon] {
+			p.add("headers."+k, "is given twice (names are case-insensitive), or is the header auth sets")
+		}
+		seen[canon] = true
 		switch {
 		case !httpguts.ValidHeaderFieldName(k):
 			p.add("headers", "%q is not a header name", k)
@@ -55,10 +69,17 @@ func (d *Destination) Validate(b Bounds) error {
 				p.add("signing.secret", "%v", err)
 			}
 		}
+		for _, prev := range sg.Previous {
+			if prev.Secret.plain != "" {
+				if _, err := signing.ParseSecret(prev.Secret.plain); err != nil {
+					p.add("signing.previous", "%v", err)
+				}
+			}
+		}
 	}
 	if r := d.RateLimit; r != nil {
-		if !(r.PerSecond > 0 && r.PerSecond <= MaxPerSecond) {
-			p.add("rateLimit.perSecond", "must be above 0 and at most %d", MaxPerSecond)
+		if !(r.PerSecond >= MinPerSecond && r.PerSecond <= MaxPerSecond) {
+			p.add("rateLimit.perSecond", "must be %g to %d", MinPerSecond, MaxPerSecond)
 		}
 		if r.Burst < 0 || r.Burst > MaxBurst {
 			p.add("rateLimit.burst", "must be 0 (the default) to %d", MaxBurst)

@@ -73,20 +73,28 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 			return
 		}
 	}
-	req, early := s.request(ctx, t, call)
+	// One deadline bounds the attempt whole, a destination's token fetch
+	// and rate wait with its send: the lease was sized to it.
+	actx, cancel := context.WithTimeout(ctx, s.bound(call, p.AttemptTimeout))
+	defer cancel()
+	req, early := s.request(actx, t, call)
 	if early == nil && call != nil {
 		// The destination's rate token is taken last, once the request is
 		// ready, so that it goes at its token's time: a token spent late
 		// would crowd the next second.
-		if h := call.Acquire(ctx); h != nil {
+		if h := call.Acquire(actx); h != nil {
 			s.queue(t, holdBack(t, h.Until, time.Now(), h.Reason))
 			return
 		}
 	}
 	tr, span := s.startAttempt(t)
-	res := s.send(ctx, req, tr, call, p.AttemptTimeout, early)
+	res := s.send(actx, req, tr, call, early)
 	s.report(ctx, host, p, &res)
-	if call != nil && call.Done(ctx, &res, res.Outcome(p) == dispatch.Success) {
+	// Only what the target did counts for its destination's health: not
+	// a failure of this task's own (a sealed header that does not open),
+	// nor one of a shutdown.
+	judged := early == nil && ctx.Err() == nil
+	if call != nil && call.Done(ctx, &res, !judged || res.Outcome(p) == dispatch.Success) {
 		// The target refused a stale OAuth2 token: the token is dropped
 		// and the task goes again at once, this attempt not charged.
 		if span != nil {
@@ -134,13 +142,24 @@ func (s *Scheduler) request(ctx context.Context, t *store.Task, call *gate.Call)
 	return req, nil
 }
 
+// bound is how long an attempt may take: the dispatcher's timeout, or its
+// destination's, shortened by the policy's AttemptTimeout; never longer
+// than the lease was sized to.
+func (s *Scheduler) bound(call *gate.Call, policy time.Duration) time.Duration {
+	d := s.disp.Timeout()
+	if call != nil && call.Timeout() > 0 {
+		d = call.Timeout()
+	}
+	if policy > 0 && policy < d {
+		d = policy
+	}
+	return d
+}
+
 // send makes the attempt of req, traced as tr, through call's dispatcher
-// when its task names a destination; early, when not nil, is the result
-// of an attempt that could not be sent. A policy's AttemptTimeout shortens
-// the dispatcher's own bound for its tasks, and a destination's timeout
-// sets it; neither outlasts the lease, which was sized to the longest.
-func (s *Scheduler) send(ctx context.Context, req dispatch.Request, tr dispatch.Trace, call *gate.Call, timeout time.Duration,
-	early *dispatch.Result) dispatch.Result {
+// when its task names a destination, within ctx's deadline; early, when
+// not nil, is the result of an attempt that could not be sent.
+func (s *Scheduler) send(ctx context.Context, req dispatch.Request, tr dispatch.Trace, call *gate.Call, early *dispatch.Result) dispatch.Result {
 	if early != nil {
 		return *early
 	}
@@ -148,14 +167,6 @@ func (s *Scheduler) send(ctx context.Context, req dispatch.Request, tr dispatch.
 	disp := s.disp
 	if call != nil {
 		disp = call.Dispatcher()
-		if d := call.Timeout(); d > 0 && (timeout <= 0 || d < timeout) {
-			timeout = d
-		}
-	}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
 	}
 	return disp.Send(ctx, req)
 }

@@ -76,8 +76,11 @@ func (c *Call) Acquire(ctx context.Context) *Hold {
 	if d.MaxInFlight > 0 && c.g.cfg.Recorder != nil {
 		c.g.cfg.Recorder.DestinationInFlight(c.tenant, c.id, 1)
 	}
-	if grant.Wait > 0 {
-		t := time.NewTimer(grant.Wait)
+	// The token's time is the store's answer for p.Now: the round trip
+	// to the store is already spent of its wait.
+	answered, due := c.g.cfg.Now(), p.Now.Add(grant.Wait)
+	if wait := due.Sub(answered); wait > 0 {
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -86,15 +89,23 @@ func (c *Call) Acquire(ctx context.Context) *Hold {
 	}
 	if d.RateLimit != nil {
 		// A token spent late crowds the tokens after it into less than
-		// their second: one whose time has passed by more than maxLate
-		// (a busy machine, a slow answer of the store) is given up, and
-		// the task looks again at once.
-		if now := c.g.cfg.Now(); now.Sub(p.Now.Add(grant.Wait)) > maxLate {
+		// their second: one whose time passed by more than maxLate while
+		// this worker waited for it (a busy machine) is given up, and the
+		// task looks again at once. A store slow to answer delays every
+		// token alike, which crowds nothing: it does not count.
+		if now := c.g.cfg.Now(); now.Sub(maxTime(due, answered)) > maxLate {
 			c.Release(ctx)
 			return c.g.hold(c.tenant, c.id, now, HeldRate)
 		}
 	}
 	return nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // maxLate is how long after its time a rate token may still be used: at

@@ -50,7 +50,7 @@ type Recorder interface {
 	DestinationStatus(tenant, id string, status destination.Status)
 }
 
-// Config sets up a Gate. Store, Keys and Dispatcher are required.
+// Config sets up a Gate. Store, Limits, Keys and Dispatcher are required.
 type Config struct {
 	Store store.Destinations
 	// Limits holds rate and in-flight limits: the store's when the store
@@ -153,15 +153,14 @@ func (g *Gate) Admit(ctx context.Context, t *store.Task) (*Call, *Hold, error) {
 		return nil, nil, fmt.Errorf("task %s: target %q names no destination: %w", t.ID, t.TargetURL, ErrGone)
 	}
 	now := g.cfg.Now()
-	e, err := g.entry(ctx, t.Tenant, id, now)
+	e, v, err := g.entry(ctx, t.Tenant, id, now)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil, fmt.Errorf("destination %s: %w", id, ErrGone)
 		}
-		g.cfg.Logger.Warn("gate: destination unreadable; the attempt waits", "destination", id, "error", err)
+		g.cfg.Logger.Warn("gate: destination unusable; the attempt waits", "destination", id, "error", err)
 		return nil, g.hold(t.Tenant, id, now.Add(time.Second), HeldUnavailable), nil
 	}
-	v := e.view()
 	switch v.d.Status {
 	case destination.Paused, destination.Disabled:
 		reason := HeldPaused
@@ -169,6 +168,11 @@ func (g *Gate) Admit(ctx context.Context, t *store.Task) (*Call, *Hold, error) {
 			reason = HeldDisabled
 		}
 		return nil, g.hold(t.Tenant, id, now.Add(pauseHold(now, v.d.StatusSince)), reason), nil
+	}
+	// The task's path was checked against the URL when it was made; the
+	// URL may have changed since, and a path must never lead elsewhere.
+	if why := destination.CheckPath(v.d.URL, path); why != "" {
+		return nil, nil, fmt.Errorf("destination %s: the task's path %q %s: %w", id, path, why, ErrGone)
 	}
 	return &Call{g: g, e: e, v: v, tenant: t.Tenant, id: id, URL: v.d.Resolve(path)}, nil, nil
 }
@@ -193,7 +197,7 @@ func (g *Gate) hold(tenant, id string, until time.Time, reason string) *Hold {
 // entry returns the cache entry of (tenant, id), read again from the store
 // when older than MaxAge. A read that fails keeps serving the entry it has,
 // if any, so that a store's blip does not stop attempts.
-func (g *Gate) entry(ctx context.Context, tenant, id string, now time.Time) (*entry, error) {
+func (g *Gate) entry(ctx context.Context, tenant, id string, now time.Time) (*entry, *view, error) {
 	k := key{tenant, id}
 	g.mu.Lock()
 	e := g.entries[k]
@@ -205,35 +209,39 @@ func (g *Gate) entry(ctx context.Context, tenant, id string, now time.Time) (*en
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.fetched.IsZero() && now.Sub(e.fetched) < g.cfg.MaxAge {
-		return e, nil
+		return e, e.cur, e.err
 	}
 	sd, err := g.cfg.Store.DestinationGet(ctx, tenant, id)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			e.fetched, e.cur = time.Time{}, nil
-			return nil, err
-		}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		if e.cur != nil {
-			return e, nil
+			return e, e.cur, nil // a store's blip: what was read a moment ago still holds
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	e.fetched = now
-	if e.cur != nil && e.cur.version == sd.Version {
-		return e, nil
+	var v *view
+	if err == nil {
+		if e.cur != nil && e.cur.version == sd.Version {
+			e.fetched, e.err = now, nil
+			return e, e.cur, nil
+		}
+		v, err = g.load(tenant, sd, e.cur)
 	}
-	v, err := g.load(tenant, sd)
+	// A destination gone or unusable is remembered as such for MaxAge,
+	// like one read: its tasks do not each read the store.
+	e.fetched, e.err = now, err
 	if err != nil {
-		return nil, err
+		if e.cur != nil {
+			e.cur.retire()
+			e.cur = nil
+		}
+		return nil, nil, err
 	}
-	if old := e.cur; old != nil && old.d.Status != v.d.Status && g.cfg.Recorder != nil {
-		g.cfg.Recorder.DestinationStatus(tenant, id, v.d.Status)
-	} else if old == nil && g.cfg.Recorder != nil {
-		g.cfg.Recorder.DestinationStatus(tenant, id, v.d.Status)
+	if r := g.cfg.Recorder; r != nil && (e.cur == nil || e.cur.d.Status != v.d.Status) {
+		r.DestinationStatus(tenant, id, v.d.Status)
 	}
 	if e.cur != nil {
 		e.cur.retire()
 	}
 	e.cur = v
-	return e, nil
+	return e, v, nil
 }

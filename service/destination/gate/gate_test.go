@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -12,6 +13,10 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/retrykit/retry/service/api"
+	"github.com/retrykit/retry/service/destination"
+	"github.com/retrykit/retry/service/store"
 )
 
 // testSecret is a Standard Webhooks secret the tests give a destination.
@@ -300,4 +305,89 @@ func TestCredentialedTaskRepeats(t *testing.T) {
 	e.call("POST", "/retry-tasks", body("cGFzczE="), http.StatusCreated)
 	e.call("POST", "/retry-tasks", body("cGFzczE="), http.StatusOK)
 	e.call("POST", "/retry-tasks", body("cGFzczI="), http.StatusConflict)
+}
+
+// TestUnusableDestinationHolds: a destination whose secrets do not open
+// (sealed under a key this retryd lacks) holds its tasks, sends nothing,
+// and takes them up again once given new secrets.
+func TestUnusableDestinationHolds(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	other := keyringFor(t)
+	d, err := destination.ParseRequest([]byte(`{"destinationId":"lost","url":"` + tg.URL + `","auth":{"type":"bearer","token":"old"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Seal(other, api.DefaultTenant); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := d.Encode()
+	if _, _, err := e.st.(store.Destinations).DestinationCreate(context.Background(),
+		&store.Destination{Tenant: api.DefaultTenant, ID: "lost", Spec: spec, RequestHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 5 {
+		ids = append(ids, e.create(`{"destinationId":"lost","policyId":"fast"}`).TaskID)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(tg.requests()); n != 0 {
+		t.Fatalf("the target saw %d requests", n)
+	}
+	for _, id := range ids {
+		if tk := e.get(id); tk.AttemptNumber != 0 || !strings.Contains(tk.LastError, "held: destination unavailable") {
+			t.Errorf("task = %+v, want held, uncharged", tk)
+		}
+	}
+	e.call("PATCH", "/destinations/lost", `{"auth":{"token":"new"}}`, http.StatusOK)
+	for _, id := range ids {
+		if tk := e.wait(id, "SUCCEEDED"); tk.AttemptNumber != 1 {
+			t.Errorf("task %s charged %d attempts", id, tk.AttemptNumber)
+		}
+	}
+}
+
+// TestPathThatLeavesTheURL: a task's path checked against one URL is
+// checked again against the URL of each attempt: one that would lead to
+// another host fails its task rather than go there.
+func TestPathThatLeavesTheURL(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	tg := newTarget(t, nil)
+	e.call("POST", "/destinations", `{"destinationId":"d","url":"`+tg.URL+`/"}`, http.StatusCreated)
+	e.call("POST", "/destinations/d/pause", "", http.StatusOK)
+	tk := e.create(`{"destinationId":"d","path":"0/x","policyId":"fast"}`) // fine under a URL that ends in '/'
+	e.call("PATCH", "/destinations/d", `{"url":"`+tg.URL+`","status":"ACTIVE"}`, http.StatusOK)
+	done := e.wait(tk.TaskID, "FAILED")
+	if !strings.Contains(done.LastError, "path") || len(tg.requests()) != 0 {
+		t.Errorf("task = %+v, target saw %d requests", done, len(tg.requests()))
+	}
+}
+
+// TestTargetThatRefusesEveryToken: a target that answers 401 to every
+// token charges the attempts after the first refusal: no free loop.
+func TestTargetThatRefusesEveryToken(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ts := newTokenServer(t, time.Hour)
+	tg := newTarget(t, func(*http.Request) int { return http.StatusUnauthorized })
+	e.call("POST", "/destinations", `{"destinationId":"no","url":"`+tg.URL+`",
+		"auth":{"type":"oauth2ClientCredentials","tokenUrl":"`+ts.URL+`","clientId":"retryd","clientSecret":"client-SECRET",
+		"scopes":["orders:write"],"audience":"partner-api"}}`, http.StatusCreated)
+	e.call("POST", "/retry-policies", `{"policyId":"auth3","backoff":"FIXED","initialDelayMs":50,"maxAttempts":3,"jitterType":"NONE","retryableStatusCodes":[401]}`, http.StatusCreated)
+	var ids []string
+	for range 4 {
+		ids = append(ids, e.create(`{"destinationId":"no","policyId":"auth3"}`).TaskID)
+	}
+	for _, id := range ids {
+		if tk := e.wait(id, "EXHAUSTED"); tk.AttemptNumber != 3 {
+			t.Errorf("task %s ended after %d attempts", id, tk.AttemptNumber)
+		}
+	}
+	// Three charged attempts a task, and at most one free one each for a
+	// token gone stale.
+	if n := len(tg.requests()); n > 4*3+4 {
+		t.Errorf("the target saw %d requests for 4 tasks of 3 attempts", n)
+	}
 }

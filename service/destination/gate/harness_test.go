@@ -46,12 +46,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	key := make([]byte, secrets.KeySize)
-	rand.Read(key)
-	keys, err := secrets.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := keyringFor(t)
 	disp := dispatch.New(dispatch.Config{Guard: dispatch.Guard{AllowPrivate: true}, Timeout: 5 * time.Second})
 	t.Cleanup(disp.Close)
 	g, err := gate.New(gate.Config{Store: st, Limits: limits.NewLocal(), Keys: keys, Dispatcher: disp,
@@ -196,4 +191,16 @@ func (tg *target) requests() []received {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// keyringFor returns a keyring of a new random key.
+func keyringFor(t *testing.T) *secrets.Keyring {
+	t.Helper()
+	key := make([]byte, secrets.KeySize)
+	rand.Read(key)
+	keys, err := secrets.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }

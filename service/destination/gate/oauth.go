@@ -21,10 +21,12 @@ var ErrToken = errors.New("oauth2 token")
 
 // tokenCache keeps one OAuth2 client-credentials token of a destination for
 // the whole instance: every task's attempt uses it until shortly before it
-// expires, and one caller fetches the next while the others wait for it.
+// expires, and one caller fetches the next while the others wait for it,
+// each no longer than its own context allows.
 type tokenCache struct {
 	cfg    clientcredentials.Config
 	client *http.Client
+	fetch  chan struct{} // held by the one caller fetching a token
 
 	mu  sync.Mutex
 	tok *oauth2.Token
@@ -33,10 +35,17 @@ type tokenCache struct {
 	// token endpoint was asked, never when it answered.
 	expires time.Time
 	gen     uint64 // counts the tokens fetched
-	// fresh marks a token fetched because the target refused the one
-	// before it: a refusal of this one is the target's answer, not a
-	// stale token.
+	// fresh marks a token fetched after the target refused the one
+	// before it, until the target takes it: a refusal of this one is
+	// the target's answer, not a stale token.
 	fresh bool
+	// again is the answer given to the first refusal of generation gen,
+	// given alike to the attempts that carried it at the same time.
+	again bool
+	// failed, until failedUntil, is the token endpoint's last failure:
+	// the attempts meanwhile fail with it rather than ask again each.
+	failed      error
+	failedUntil time.Time
 }
 
 func newTokenCache(a *destination.Auth, client *http.Client) *tokenCache {
@@ -46,7 +55,7 @@ func newTokenCache(a *destination.Auth, client *http.Client) *tokenCache {
 	if a.Audience != "" {
 		cfg.EndpointParams = url.Values{"audience": {a.Audience}}
 	}
-	return &tokenCache{cfg: cfg, client: client}
+	return &tokenCache{cfg: cfg, client: client, fetch: make(chan struct{}, 1)}
 }
 
 // tokenMargin is how long before its expiry a token is replaced: a
@@ -56,20 +65,48 @@ func tokenMargin(life time.Duration) time.Duration {
 	return min(max(life/40, 20*time.Millisecond), 10*time.Second)
 }
 
-// get returns the current token, fetching one when there is none or it is
-// about to expire, and its generation.
-func (c *tokenCache) get(ctx context.Context, now time.Time) (string, uint64, error) {
+// failureMemory is how long a failure of the token endpoint is answered to
+// the attempts that come after it without asking again.
+const failureMemory = time.Second
+
+// current returns the token to use at now, if there is one, or the
+// endpoint's failure still remembered.
+func (c *tokenCache) current(now time.Time) (tok string, gen uint64, ok bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tok != nil && (c.expires.IsZero() || now.Before(c.expires)) {
-		return c.tok.AccessToken, c.gen, nil
+		return c.tok.AccessToken, c.gen, true, nil
+	}
+	if c.failed != nil && now.Before(c.failedUntil) {
+		return "", 0, true, c.failed
+	}
+	return "", 0, false, nil
+}
+
+// get returns the current token, fetching one when there is none or it is
+// about to expire, and its generation.
+func (c *tokenCache) get(ctx context.Context, now time.Time) (string, uint64, error) {
+	if tok, gen, ok, err := c.current(now); ok {
+		return tok, gen, err
+	}
+	select {
+	case c.fetch <- struct{}{}:
+	case <-ctx.Done():
+		return "", 0, fmt.Errorf("%w: waiting for %s: %w", ErrToken, c.cfg.TokenURL, ctx.Err())
+	}
+	defer func() { <-c.fetch }()
+	if tok, gen, ok, err := c.current(time.Now()); ok {
+		return tok, gen, err // fetched, or failed, while this caller waited
 	}
 	asked := time.Now()
 	tok, err := c.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, c.client))
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: %s: %w", ErrToken, c.cfg.TokenURL, err)
+		c.failed, c.failedUntil = fmt.Errorf("%w: %s: %w", ErrToken, c.cfg.TokenURL, err), time.Now().Add(failureMemory)
+		return "", 0, c.failed
 	}
-	c.tok, c.gen = tok, c.gen+1
+	c.tok, c.gen, c.failed = tok, c.gen+1, nil
 	c.expires = time.Time{}
 	if !tok.Expiry.IsZero() {
 		// The token lives from when it was asked for at the latest: an
@@ -81,18 +118,22 @@ func (c *tokenCache) get(ctx context.Context, now time.Time) (string, uint64, er
 }
 
 // refused is told that the target answered 401 to the token of generation
-// gen. It drops that token if it is still the current one and reports
-// whether the attempt should go again at once, uncharged: yes unless the
-// token was itself fetched after a refusal.
+// gen. It drops that token and reports whether the attempt should go
+// again at once, uncharged: yes for a token that went stale, no for one
+// fetched after a refusal (the target refuses the credentials, not the
+// token). Every attempt that carried gen gets the first one's answer.
 func (c *tokenCache) refused(gen uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen || c.tok == nil {
-		return true // already replaced: the next attempt has a newer token
+	switch {
+	case gen < c.gen:
+		return true // a newer token came since: the next attempt carries it
+	case c.tok == nil:
+		return c.again // dropped already, for an attempt of the same token
 	}
-	again := !c.fresh
-	c.tok, c.fresh = nil, again
-	return again
+	c.again = !c.fresh
+	c.tok, c.fresh = nil, true
+	return c.again
 }
 
 // accepted is told that the target took the token of generation gen: it

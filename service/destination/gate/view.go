@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,15 +22,10 @@ type entry struct {
 	mu      sync.Mutex
 	fetched time.Time // when the store was last asked; zero: ask again
 	cur     *view
+	err     error // why the destination could not be used, as last read
 	// writing is set while a write of the destination's failures is on
 	// its way, so that a burst of attempts makes one.
 	writing atomic.Bool
-}
-
-func (e *entry) view() *view {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.cur
 }
 
 func (e *entry) close() {
@@ -60,8 +56,12 @@ type view struct {
 	ewma time.Duration
 }
 
-// load builds the view of stored destination sd.
-func (g *Gate) load(tenant string, sd *store.Destination) (*view, error) {
+// load builds the view of stored destination sd. What the view it
+// replaces, old (nil for none), made of the same settings is kept: the
+// OAuth2 token of the same credentials, the dispatcher and connections of
+// the same TLS settings and timeout, the mean duration. A change of the
+// destination's state (a run of failures recorded) costs nothing then.
+func (g *Gate) load(tenant string, sd *store.Destination, old *view) (*view, error) {
 	d, err := destination.Decode(sd.Spec)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,11 @@ func (g *Gate) load(tenant string, sd *store.Destination) (*view, error) {
 		case destination.AuthHeader:
 			v.extra = append(v.extra, dispatch.Header{Name: canonical(a.Name), Value: a.Value.Plain()})
 		case destination.AuthOAuth2Client:
-			v.token = newTokenCache(a, g.tokens)
+			if old != nil && old.token != nil && reflect.DeepEqual(old.d.Auth, a) {
+				v.token = old.token
+			} else {
+				v.token = newTokenCache(a, g.tokens)
+			}
 		}
 	}
 	if sg := d.Signing; sg != nil {
@@ -101,11 +105,18 @@ func (g *Gate) load(tenant string, sd *store.Destination) (*view, error) {
 		}
 	}
 	if d.TLS != nil || v.timeout > v.disp.Timeout() {
-		tc, err := tlsConfig(d.TLS)
-		if err != nil {
-			return nil, fmt.Errorf("destination %s: tls: %w", d.ID, err)
+		if old != nil && old.own && reflect.DeepEqual(old.d.TLS, d.TLS) && old.timeout == v.timeout {
+			v.disp, v.own, old.own = old.disp, true, false // old no longer closes it
+		} else {
+			tc, err := tlsConfig(d.TLS)
+			if err != nil {
+				return nil, fmt.Errorf("destination %s: tls: %w", d.ID, err)
+			}
+			v.disp, v.own = g.cfg.Dispatcher.WithTLS(tc, v.timeout), true
 		}
-		v.disp, v.own = g.cfg.Dispatcher.WithTLS(tc, v.timeout), true
+	}
+	if old != nil {
+		v.ewma = old.meanDuration()
 	}
 	return v, nil
 }
