@@ -1,10 +1,10 @@
 package run
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -68,36 +68,58 @@ func (l listFlag) Set(s string) error {
 }
 
 // loadKeys returns the keyring of c: its key file's, made at first start
-// on the embedded store (kind "sqlite").
-func loadKeys(c Config, kind string, log *slog.Logger) (*secrets.Keyring, error) {
+// on the embedded store (kind "sqlite"); made names the file when it made
+// one (see checkNewKey).
+func loadKeys(c Config, kind string, log *slog.Logger) (kr *secrets.Keyring, made string, err error) {
 	path := c.SecretsKeyFile
 	if path == "" {
 		if kind != "sqlite" {
-			return nil, usageError{errors.New("--secrets-key-file is required with a shared store, the same file for every instance " +
+			return nil, "", usageError{errors.New("--secrets-key-file is required with a shared store, the same file for every instance " +
 				"(make one with: openssl rand -base64 32 > retryd.key && chmod 600 retryd.key)")}
 		}
 		path = strings.TrimPrefix(c.Store, "sqlite://") + ".key"
-		kr, created, err := secrets.EnsureKeyFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("secrets key: %w", err)
+		var created bool
+		if kr, created, err = secrets.EnsureKeyFile(path); err != nil {
+			return nil, "", fmt.Errorf("secrets key: %w", err)
 		}
 		if created {
+			made = path
 			log.Info("made a new secrets key; back it up with the database: without it, the secrets it sealed are lost", "file", path)
 		}
 		if len(c.SecretsOldKeyFiles) == 0 {
-			return kr, nil
+			return kr, made, nil
 		}
 	}
-	kr, err := secrets.LoadKeyFile(path, c.SecretsOldKeyFiles...)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--secrets-key-file: %w", err)}
+	if kr, err = secrets.LoadKeyFile(path, c.SecretsOldKeyFiles...); err != nil {
+		return nil, "", usageError{fmt.Errorf("--secrets-key-file: %w", err)}
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		log.Warn("the secrets key file can be read by others than its owner; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
-	} else if errors.Is(err, fs.ErrNotExist) {
-		return nil, usageError{fmt.Errorf("--secrets-key-file %s: %w", path, err)}
 	}
-	return kr, nil
+	return kr, made, nil
+}
+
+// errSealedBefore stops the walk of checkNewKey at the first destination.
+var errSealedBefore = errors.New("a destination sealed before")
+
+// checkNewKey refuses to go on with the key file made (just now, by
+// loadKeys) when st already holds destinations: they were sealed under a
+// key whose file is gone, and a new key would leave them unusable without
+// a word. The new file is removed, so that the old one can be put back.
+func checkNewKey(ctx context.Context, st store.Store, made string) error {
+	w, ok := st.(store.DestinationWalker)
+	if !ok || made == "" {
+		return nil
+	}
+	err := w.DestinationEach(ctx, func(string, string) error { return errSealedBefore })
+	if !errors.Is(err, errSealedBefore) {
+		return err
+	}
+	if rerr := os.Remove(made); rerr != nil {
+		return fmt.Errorf("removing the new key file %s: %w", made, rerr)
+	}
+	return usageError{fmt.Errorf("the store holds destinations whose secrets were sealed under a key, and its file %s is missing: "+
+		"put the key file back (or give it with --secrets-key-file); a new key would open none of them", made)}
 }
 
 // destinationLimits returns where the rate and in-flight limits of

@@ -131,7 +131,7 @@ func RotateKey(ctx context.Context, args []string, getenv func(string) string, s
 		// new key would open nothing the store holds.
 		c.SecretsKeyFile = strings.TrimPrefix(c.Store, "sqlite://") + ".key"
 	}
-	keys, err := loadKeys(c, kind, log)
+	keys, _, err := loadKeys(c, kind, log)
 	if err != nil {
 		return err
 	}

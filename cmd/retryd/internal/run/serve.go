@@ -53,8 +53,11 @@ func Serve(ctx context.Context, c Config, log *slog.Logger, ready chan<- net.Add
 	if err != nil {
 		return err
 	}
-	keys, err := loadKeys(c, kind, log)
+	keys, made, err := loadKeys(c, kind, log)
 	if err != nil {
+		return err
+	}
+	if err := checkNewKey(ctx, o.Store, made); err != nil {
 		return err
 	}
 	// Spans are flushed last, once everything that makes them has stopped
