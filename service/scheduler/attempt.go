@@ -98,13 +98,13 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		// The target refused a stale OAuth2 token: the token is dropped
 		// and the task goes again at once, this attempt not charged.
 		if span != nil {
-			endAttempt(span, t, &res, p)
+			endAttempt(span, t, target, &res, p)
 		}
 		s.queue(t, holdBack(t, time.Now(), time.Now(), gate.HeldToken))
 		return
 	}
 	if span != nil {
-		endAttempt(span, t, &res, p)
+		endAttempt(span, t, target, &res, p)
 	}
 	now := time.Now()
 	b := finished{task: t, cause: res.Err, maxAttempts: p.Attempts()}

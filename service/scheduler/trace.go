@@ -82,16 +82,17 @@ func (s *Scheduler) startAttempt(t *store.Task) (dispatch.Trace, trace.Span) {
 	return tr, span
 }
 
-// endAttempt puts what t's attempt came to on its span and ends it. It is
+// endAttempt puts what t's attempt, sent to target (its destination's URL
+// and path, or its own), came to on its span and ends it. It is
 // called as soon as the answer was read (or the attempt failed), so the
 // span ends at the SDK's clock rather than at res's: an end timestamp
 // option would cost two allocations an attempt for the same instant.
-func endAttempt(span trace.Span, t *store.Task, res *dispatch.Result, p *retry.Policy) {
+func endAttempt(span trace.Span, t *store.Task, target string, res *dispatch.Result, p *retry.Policy) {
 	if !span.IsRecording() {
 		span.End()
 		return
 	}
-	full, host, port := dispatch.SafeURL(t.TargetURL) // no credentials
+	full, host, port := dispatch.SafeURL(target) // no credentials
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
 		attribute.String("retryd.task.id", t.ID),
