@@ -204,6 +204,40 @@ func ExamplePolicy_UnmarshalJSON() {
 	// Output: 5 200ms EQUAL 1m0s <nil>
 }
 
+// A SCHEDULE lists the delays themselves; past its end the last one repeats
+// until maxAttempts or the budget stops the task.
+func ExamplePolicy_schedule() {
+	var p retry.Policy
+	err := json.Unmarshal([]byte(`{"backoff":"SCHEDULE","delaysMs":[1000,5000,30000,300000],
+		"maxDelayMs":600000,"jitterType":"NONE","maxAttempts":7}`), &p)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for n := 1; n < p.Attempts(); n++ {
+		fmt.Printf("retry %d after %v\n", n, p.Backoff.Delay(n, 0, nil))
+	}
+	// Output:
+	// retry 1 after 1s
+	// retry 2 after 5s
+	// retry 3 after 30s
+	// retry 4 after 5m0s
+	// retry 5 after 5m0s
+	// retry 6 after 5m0s
+}
+
+// maxDoublings limits an exponential backoff's growth as Cloud Tasks does:
+// after that many doublings the delay grows linearly, by the delay reached.
+func ExamplePolicy_maxDoublings() {
+	p := retry.Policy{MaxAttempts: 9, Backoff: backoff.Policy{
+		Base: 10 * time.Second, Max: 300 * time.Second, MaxDoublings: 3, Jitter: backoff.NoJitter}}
+	for n := 1; n < p.Attempts(); n++ {
+		fmt.Print(p.Backoff.Delay(n, 0, nil), " ")
+	}
+	fmt.Println()
+	// Output: 10s 20s 40s 1m20s 2m40s 4m0s 5m0s 5m0s
+}
+
 type getUser struct{ id string }
 
 // Wrap adds retries to any handler of the shape func(ctx, Req) (Resp, error).

@@ -99,6 +99,9 @@ func TestPolicyJSONRejects(t *testing.T) {
 		{"range errors beside a type error", `{"maxAttempts":"x","minDelayMs":5000,"maxDelayMs":1000,"callTimeMs":-1}`, []string{"callTimeMs", "maxAttempts", "minDelayMs"}},
 		{"multiplier 0", `{"multiplier":0}`, []string{"multiplier"}},
 		{"proportional jitter of 0", `{"jitterType":"PROPORTIONAL","jitterFactor":0}`, []string{"jitterFactor"}},
+		{"schedule without delays", `{"backoff":"SCHEDULE","maxAttempts":3}`, []string{"delaysMs"}},
+		{"schedule with a bad entry", `{"backoff":"SCHEDULE","delaysMs":[1000,-1],"maxAttempts":0}`, []string{"delaysMs", "maxAttempts"}},
+		{"max doublings negative", `{"maxDoublings":-2,"totalBudgetMs":-1}`, []string{"maxDoublings", "totalBudgetMs"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +119,38 @@ func TestPolicyJSONRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyJSONScheduleAndMaxDoublings: the backoff's new fields travel in
+// the policy's JSON as the others do, and back.
+func TestPolicyJSONScheduleAndMaxDoublings(t *testing.T) {
+	t.Parallel()
+	for _, p := range []retry.Policy{
+		{MaxAttempts: 6, Backoff: backoff.Policy{Kind: backoff.Schedule, Delays: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}, Max: time.Minute, Jitter: backoff.NoJitter}},
+		{MaxAttempts: 20, Budget: time.Hour, Backoff: backoff.Policy{Base: 10 * time.Second, Max: 5 * time.Minute, MaxDoublings: 3}},
+	} {
+		data := mustJSON(t, p)
+		var q retry.Policy
+		if err := json.Unmarshal([]byte(data), &q); err != nil {
+			t.Fatalf("Unmarshal(%s): %v", data, err)
+		}
+		if again := mustJSON(t, q); again != data {
+			t.Errorf("round trip of %s encodes as %s", data, again)
+		}
+		if !slices.Equal(q.Backoff.Delays, p.Backoff.Delays) || q.Backoff.MaxDoublings != p.Backoff.MaxDoublings {
+			t.Errorf("%s decodes as %+v, want %+v", data, q.Backoff, p.Backoff)
+		}
+		for n := 1; n < p.Attempts(); n++ {
+			if a, b := p.Backoff.Delay(n, 0, fixedBits(7)), q.Backoff.Delay(n, 0, fixedBits(7)); a != b {
+				t.Errorf("%s: Delay(%d) = %v before the round trip, %v after", data, n, a, b)
+			}
+		}
+	}
+}
+
+// fixedBits is a Source that always draws the same bits.
+type fixedBits uint64
+
+func (f fixedBits) Uint64() uint64 { return uint64(f) }
 
 func TestPolicyValidate(t *testing.T) {
 	t.Parallel()
@@ -138,6 +173,7 @@ func FuzzPolicyJSON(f *testing.F) {
 		`{}`, `{"maxAttempts":5,"totalBudgetMs":60000,"retryableStatusCodes":[429]}`,
 		`{"backoff":"FIXED","initialDelayMs":0,"jitterType":"NONE"}`, `{"retryableStatusCodes":[]}`,
 		`{"maxAttempts":1e9}`, `{"totalBudgetMs":9223372036854}`, `{"x":[{}]}`,
+		`{"backoff":"SCHEDULE","delaysMs":[1000,5000,30000],"maxAttempts":10}`, `{"maxDoublings":3,"maxDelayMs":300000}`,
 	} {
 		f.Add([]byte(seed))
 	}

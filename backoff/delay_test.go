@@ -63,7 +63,13 @@ func reference(p backoff.Policy, n int, prev time.Duration, u float64) float64 {
 		if m == 0 {
 			m = 2
 		}
-		raw = base * math.Pow(m, float64(n-1))
+		if d := p.MaxDoublings; d > 0 && n-1 > d {
+			raw = base * math.Pow(m, float64(d)) * float64(n-d)
+		} else {
+			raw = base * math.Pow(m, float64(n-1))
+		}
+	case backoff.Schedule:
+		raw = float64(p.Delays[min(n, len(p.Delays))-1])
 	case backoff.Custom:
 		raw = float64(p.Func(n))
 	}
@@ -108,6 +114,9 @@ func TestDelayMatchesFormulas(t *testing.T) {
 		"no increment":    {Kind: backoff.Linear, Base: 40 * time.Millisecond, Increment: backoff.None},
 		"exponential×3":   {Kind: backoff.Exponential, Base: 10 * time.Millisecond, Multiplier: 3},
 		"exponential×1.5": {Kind: backoff.Exponential, Base: 70 * time.Millisecond, Multiplier: 1.5},
+		"max doublings":   {Kind: backoff.Exponential, Base: 20 * time.Millisecond, MaxDoublings: 3},
+		"max doublings×3": {Kind: backoff.Exponential, Base: 10 * time.Millisecond, Multiplier: 3, MaxDoublings: 2},
+		"schedule":        {Kind: backoff.Schedule, Base: 30 * time.Millisecond, Delays: []time.Duration{0, 50 * time.Millisecond, 20 * time.Millisecond, 400 * time.Millisecond, 900 * time.Millisecond}},
 		"custom":          {Kind: backoff.Custom, Base: 25 * time.Millisecond, Func: func(n int) time.Duration { return time.Duration(n*n) * 40 * time.Millisecond }},
 	}
 	jitters := map[string]func(*backoff.Policy){
@@ -285,20 +294,26 @@ func TestDelayNeverOverflows(t *testing.T) {
 	t.Parallel()
 	ns := []int{1, 2, 63, 64, 65, 1000, 10_000, 1_000_000, math.MaxInt32, math.MaxInt - 1, math.MaxInt}
 	policies := map[string]backoff.Policy{
-		"exponential huge multiplier": {Base: time.Hour, Multiplier: 1e300, Max: backoff.None, Jitter: backoff.NoJitter},
-		"exponential ×2 no cap":       {Base: time.Nanosecond, Max: backoff.None, Jitter: backoff.NoJitter},
-		"exponential ×2 huge base":    {Base: math.MaxInt64, Max: backoff.None, Jitter: backoff.NoJitter},
-		"exponential ×2 capped":       {Base: time.Second, Max: time.Minute, Jitter: backoff.NoJitter},
-		"exponential ×2 default cap":  {Base: time.Second, Jitter: backoff.NoJitter},
-		"exponential ×2 zero base":    {Base: backoff.None, Max: backoff.None, Jitter: backoff.NoJitter},
-		"exponential ×1":              {Base: time.Second, Multiplier: 1, Max: backoff.None, Jitter: backoff.NoJitter},
-		"linear huge increment":       {Kind: backoff.Linear, Base: time.Hour, Increment: math.MaxInt64, Max: backoff.None, Jitter: backoff.NoJitter},
-		"proportional at the ceiling": {Base: time.Hour, Max: backoff.None, Jitter: backoff.ProportionalJitter, JitterFactor: 1},
-		"equal at the ceiling":        {Base: time.Hour, Max: backoff.None, Jitter: backoff.EqualJitter},
-		"full at the ceiling":         {Base: time.Hour, Max: backoff.None},
-		"decorrelated no cap":         {Base: time.Hour, Max: backoff.None, Jitter: backoff.DecorrelatedJitter},
-		"decorrelated default cap":    {Base: time.Hour, Jitter: backoff.DecorrelatedJitter},
-		"custom negative":             {Kind: backoff.Custom, Func: func(n int) time.Duration { return -time.Duration(n) }},
+		"exponential huge multiplier":  {Base: time.Hour, Multiplier: 1e300, Max: backoff.None, Jitter: backoff.NoJitter},
+		"exponential ×2 no cap":        {Base: time.Nanosecond, Max: backoff.None, Jitter: backoff.NoJitter},
+		"exponential ×2 huge base":     {Base: math.MaxInt64, Max: backoff.None, Jitter: backoff.NoJitter},
+		"exponential ×2 capped":        {Base: time.Second, Max: time.Minute, Jitter: backoff.NoJitter},
+		"exponential ×2 default cap":   {Base: time.Second, Jitter: backoff.NoJitter},
+		"exponential ×2 zero base":     {Base: backoff.None, Max: backoff.None, Jitter: backoff.NoJitter},
+		"exponential ×1":               {Base: time.Second, Multiplier: 1, Max: backoff.None, Jitter: backoff.NoJitter},
+		"linear huge increment":        {Kind: backoff.Linear, Base: time.Hour, Increment: math.MaxInt64, Max: backoff.None, Jitter: backoff.NoJitter},
+		"proportional at the ceiling":  {Base: time.Hour, Max: backoff.None, Jitter: backoff.ProportionalJitter, JitterFactor: 1},
+		"equal at the ceiling":         {Base: time.Hour, Max: backoff.None, Jitter: backoff.EqualJitter},
+		"full at the ceiling":          {Base: time.Hour, Max: backoff.None},
+		"decorrelated no cap":          {Base: time.Hour, Max: backoff.None, Jitter: backoff.DecorrelatedJitter},
+		"decorrelated default cap":     {Base: time.Hour, Jitter: backoff.DecorrelatedJitter},
+		"max doublings no cap":         {Base: time.Hour, MaxDoublings: 40, Max: backoff.None, Jitter: backoff.NoJitter},
+		"max doublings ×1e300":         {Base: time.Hour, Multiplier: 1e300, MaxDoublings: 2, Max: backoff.None, Jitter: backoff.NoJitter},
+		"max doublings huge base":      {Base: math.MaxInt64, MaxDoublings: 1, Max: backoff.None, Jitter: backoff.NoJitter},
+		"max doublings capped":         {Base: time.Second, MaxDoublings: 3, Max: time.Hour, Jitter: backoff.NoJitter},
+		"schedule no cap":              {Kind: backoff.Schedule, Delays: []time.Duration{time.Second, math.MaxInt64}, Max: backoff.None, Jitter: backoff.NoJitter},
+		"schedule full at the ceiling": {Kind: backoff.Schedule, Delays: []time.Duration{math.MaxInt64}, Max: backoff.None},
+		"custom negative":              {Kind: backoff.Custom, Func: func(n int) time.Duration { return -time.Duration(n) }},
 	}
 	for name, p := range policies {
 		limit := p.Effective().Max

@@ -1,5 +1,5 @@
 // Package backoff computes retry delays: backoff kinds (exponential, linear,
-// fixed, custom), jitter kinds (full, equal, decorrelated, proportional, none,
+// fixed, custom, schedule), jitter kinds (full, equal, decorrelated, proportional, none,
 // custom) and min/max bounds.
 //
 // It is delay math only. It never sleeps, keeps no state between calls and
@@ -12,8 +12,10 @@
 //
 //	fixed:        Base
 //	linear:       Base + Increment·(n−1)
-//	exponential:  Base · Multiplier^(n−1)
+//	exponential:  Base · Multiplier^(n−1), or with MaxDoublings = k > 0 and
+//	              n−1 > k, Base · Multiplier^k · (n−k): linear past k steps
 //	custom:       Func(n)
+//	schedule:     Delays[n−1], the last one repeating past the end
 //
 // computed in floating point so it cannot overflow, then capped at Max. Jitter
 // is applied to the capped delay d:
@@ -48,8 +50,8 @@
 // # JSON
 //
 // A Policy encodes with the service's field names: backoff, initialDelayMs,
-// multiplier, incrementMs, minDelayMs, maxDelayMs, jitterType, jitterFactor.
-// Durations are milliseconds, fractional down to the nanosecond. An omitted or
+// multiplier, incrementMs, minDelayMs, maxDelayMs, jitterType, jitterFactor,
+// and maxDoublings (written when not 0) and delaysMs (for SCHEDULE). Durations are milliseconds, fractional down to the nanosecond. An omitted or
 // null field takes its default; an explicit 0 means zero: initialDelayMs 0 is
 // Base None, incrementMs 0 Increment None, maxDelayMs 0 Max None, minDelayMs 0
 // no floor. A multiplier or jitterFactor of 0 is an error (omit the field for

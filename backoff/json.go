@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-var kindNames = [...]string{Exponential: "EXPONENTIAL", Linear: "LINEAR", Fixed: "FIXED", Custom: "CUSTOM"}
+var kindNames = [...]string{Exponential: "EXPONENTIAL", Linear: "LINEAR", Fixed: "FIXED", Custom: "CUSTOM", Schedule: "SCHEDULE"}
 
 var jitterNames = [...]string{
 	FullJitter: "FULL", NoJitter: "NONE", EqualJitter: "EQUAL",
@@ -34,14 +34,15 @@ func (j Jitter) String() string {
 	return "Jitter(" + strconv.Itoa(int(j)) + ")"
 }
 
-// ParseKind returns the Kind named s (EXPONENTIAL, LINEAR, FIXED, CUSTOM).
+// ParseKind returns the Kind named s (EXPONENTIAL, LINEAR, FIXED, CUSTOM,
+// SCHEDULE).
 func ParseKind(s string) (Kind, error) {
 	for k, name := range kindNames {
 		if s == name {
 			return Kind(k), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown value %q (want EXPONENTIAL, LINEAR or FIXED)", s)
+	return 0, fmt.Errorf("unknown value %q (want EXPONENTIAL, LINEAR, FIXED or SCHEDULE)", s)
 }
 
 // ParseJitter returns the Jitter named s (FULL, NONE, EQUAL, DECORRELATED,
@@ -57,9 +58,12 @@ func ParseJitter(s string) (Jitter, error) {
 
 // MarshalJSON encodes p with the service's field names: backoff,
 // initialDelayMs, multiplier, incrementMs, minDelayMs, maxDelayMs, jitterType,
-// jitterFactor. Every field is written with its effective value (see
-// Effective), None as 0, so two policies that behave alike encode alike and
-// decoding the encoding gives a policy that behaves as p does. Durations are
+// jitterFactor, and delaysMs for a SCHEDULE and maxDoublings when not 0. Every
+// field is written with its effective value (see Effective), None as 0, so two
+// policies that behave alike encode alike and decoding the encoding gives a
+// policy that behaves as p does. The last two are left out where they do not
+// apply, so that a policy that uses neither encodes to the bytes it always
+// did and a stored encoding still compares equal. Durations are
 // milliseconds, with up to six decimals when they are not whole: exact to the
 // nanosecond. A Custom kind or jitter cannot be encoded (a function has no
 // JSON), nor can a policy that fails Validate.
@@ -75,9 +79,23 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 	b = append(b, `{"backoff":"`...)
 	b = append(b, e.Kind.String()...)
 	b = append(b, '"')
+	if e.Kind == Schedule {
+		b = append(b, `,"delaysMs":[`...)
+		for i, d := range e.Delays {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendMs(b, d)
+		}
+		b = append(b, ']')
+	}
 	b = appendMsField(b, "initialDelayMs", e.Base)
 	b = append(b, `,"multiplier":`...)
 	b = strconv.AppendFloat(b, e.Multiplier, 'g', -1, 64)
+	if e.MaxDoublings != 0 {
+		b = append(b, `,"maxDoublings":`...)
+		b = strconv.AppendInt(b, int64(e.MaxDoublings), 10)
+	}
 	b = appendMsField(b, "incrementMs", e.Increment)
 	b = appendMsField(b, "minDelayMs", e.Min)
 	b = appendMsField(b, "maxDelayMs", e.Max)
@@ -124,7 +142,9 @@ func msString(d time.Duration) string { return string(appendMs(nil, d)) }
 // says: initialDelayMs 0 is Base None (zero delays), incrementMs 0 is
 // Increment None (no step), maxDelayMs 0 is Max None (no cap) and minDelayMs 0
 // no floor; as a multiplier or a jitterFactor 0 means nothing useful and is
-// rejected. Unknown fields, values of the wrong type and values that fail
+// rejected. maxDoublings 0 means no limit; delaysMs is a list of 1 to
+// MaxScheduleDelays milliseconds, and each bad entry is reported with its
+// index. Unknown fields, values of the wrong type and values that fail
 // Validate are rejected, each as a *FieldError, all at once: FieldErrors lists
 // them all. On success p is the decoded policy's Effective form; on error p is
 // left unchanged.
@@ -147,6 +167,14 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 		f, ok := fieldNamed(name)
 		if !ok {
 			errs = append(errs, &FieldError{name, "unknown field"})
+			continue
+		}
+		if f == fieldDelays {
+			// A list can have a problem per entry; each is reported.
+			if bad := q.decodeDelays(raw); len(bad) > 0 {
+				errs = append(errs, bad...)
+				failed.add(f)
+			}
 			continue
 		}
 		if err := q.decodeField(f, raw); err != nil {
@@ -212,6 +240,11 @@ func (p *Policy) decodeField(f field, raw json.RawMessage) error {
 				err = errors.New("must be at least 1")
 			}
 		}
+	case fieldMaxDoublings:
+		if json.Unmarshal(raw, &p.MaxDoublings) != nil || p.MaxDoublings < 0 {
+			p.MaxDoublings = 0
+			err = errors.New("must be a whole number, 0 or more (0 means no limit)")
+		}
 	case fieldJitterFactor:
 		p.JitterFactor, err = parseFloat(raw)
 		if err == nil && !(p.JitterFactor > 0 && p.JitterFactor <= 1) {
@@ -223,6 +256,33 @@ func (p *Policy) decodeField(f field, raw json.RawMessage) error {
 		}
 	}
 	return err
+}
+
+// decodeDelays sets p.Delays from raw, a JSON list of milliseconds, or
+// returns a *FieldError per problem: one for a value that is not a list or is
+// too long, one per bad entry, naming its index.
+func (p *Policy) decodeDelays(raw json.RawMessage) []error {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return []error{&FieldError{fieldDelays.String(), "must be a list of milliseconds"}}
+	}
+	if len(items) > MaxScheduleDelays {
+		return []error{&FieldError{fieldDelays.String(), "must list at most " + strconv.Itoa(MaxScheduleDelays) + " delays"}}
+	}
+	delays := make([]time.Duration, len(items))
+	var errs []error
+	for i, item := range items {
+		d, err := parseMs(item)
+		if err != nil {
+			errs = append(errs, &FieldError{fieldDelays.String(), "[" + strconv.Itoa(i) + "] " + err.Error()})
+		}
+		delays[i] = d
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	p.Delays = delays
+	return nil
 }
 
 // parseMs reads a JSON number of milliseconds (fractional, with an exponent or

@@ -33,6 +33,11 @@ func TestJSONRoundTrip(t *testing.T) {
 		"negative base":    {Base: -time.Hour},
 		"no increment":     {Kind: backoff.Linear, Base: time.Second, Increment: backoff.None},
 		"min, default max": {Min: 5 * time.Second},
+		"schedule":         {Kind: backoff.Schedule, Delays: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 5 * time.Minute}, Max: time.Hour},
+		"schedule jitter":  {Kind: backoff.Schedule, Delays: []time.Duration{0, 1500 * time.Microsecond, 7}, Jitter: backoff.EqualJitter, Min: time.Microsecond},
+		"schedule decorr.": {Kind: backoff.Schedule, Base: time.Second, Delays: []time.Duration{2 * time.Second}, Jitter: backoff.DecorrelatedJitter},
+		"max doublings":    {Base: 10 * time.Second, Max: 300 * time.Second, MaxDoublings: 3},
+		"max doublings×3":  {Base: time.Millisecond, Multiplier: 3, MaxDoublings: 70, Max: backoff.None, Jitter: backoff.NoJitter},
 	}
 	for name, p := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -259,6 +264,17 @@ func TestJSONRejects(t *testing.T) {
 		{"factor negative", `{"jitterFactor":-0.5}`, []string{"jitterFactor"}},
 		{"every problem at once", `{"backoff":"X","initialDelayMs":-5,"jitterType":"Y","bogus":true}`, []string{"backoff", "bogus", "initialDelayMs", "jitterType"}},
 		{"parse and range problems together", `{"initialDelayMs":-5,"multiplier":0.5,"jitterFactor":2}`, []string{"initialDelayMs", "jitterFactor", "multiplier"}},
+		{"schedule without delays", `{"backoff":"SCHEDULE"}`, []string{"delaysMs"}},
+		{"schedule of none", `{"backoff":"SCHEDULE","delaysMs":[]}`, []string{"delaysMs"}},
+		{"schedule of too many", `{"backoff":"SCHEDULE","delaysMs":[` + strings.Repeat("1,", backoff.MaxScheduleDelays) + `1]}`, []string{"delaysMs"}},
+		{"schedule negative entries", `{"backoff":"SCHEDULE","delaysMs":[1,-2,"3"]}`, []string{"delaysMs", "delaysMs"}},
+		{"schedule not a list", `{"backoff":"SCHEDULE","delaysMs":1000}`, []string{"delaysMs"}},
+		{"delays without schedule", `{"backoff":"FIXED","delaysMs":[1000]}`, []string{"delaysMs"}},
+		{"delays with a bad backoff", `{"backoff":"SCHEDULES","delaysMs":[1000]}`, []string{"backoff"}},
+		{"max doublings negative", `{"maxDoublings":-1}`, []string{"maxDoublings"}},
+		{"max doublings fractional", `{"maxDoublings":1.5}`, []string{"maxDoublings"}},
+		{"max doublings a string", `{"maxDoublings":"3"}`, []string{"maxDoublings"}},
+		{"max doublings not exponential", `{"backoff":"LINEAR","maxDoublings":3}`, []string{"maxDoublings"}},
 		{"parse and cross-field problems together", `{"backoff":3,"minDelayMs":40000,"jitterType":"DECORRELATED","initialDelayMs":0}`, []string{"backoff", "initialDelayMs", "minDelayMs"}},
 	}
 	for _, tt := range tests {
@@ -382,6 +398,8 @@ func FuzzUnmarshalJSON(f *testing.F) {
 		`{"initialDelayMs":1.5e3,"multiplier":3}`, `{"minDelayMs":1e20}`, `[1]`, `{"a":`,
 		`{"initialDelayMs":0,"incrementMs":0,"backoff":"LINEAR"}`, `{"minDelayMs":0.0000005,"maxDelayMs":9223372036854.775807}`,
 		`{"initialDelayMs":-5,"multiplier":0.5,"jitterFactor":2}`, `{"minDelayMs":1e-99999999999}`,
+		`{"backoff":"SCHEDULE","delaysMs":[1000,5000.5,3e4]}`, `{"delaysMs":[]}`, `{"backoff":"SCHEDULE","delaysMs":[-1,"x"]}`,
+		`{"maxDoublings":3,"initialDelayMs":10000,"maxDelayMs":300000}`, `{"maxDoublings":1e3}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -12,12 +12,14 @@ import (
 type Kind int
 
 // The backoff kinds. Their JSON names are the upper-case words EXPONENTIAL,
-// LINEAR, FIXED and CUSTOM (CUSTOM cannot be encoded: a function has no JSON).
+// LINEAR, FIXED, CUSTOM and SCHEDULE (CUSTOM cannot be encoded: a function has
+// no JSON).
 const (
-	Exponential Kind = iota // Base · Multiplier^(n−1)
+	Exponential Kind = iota // Base · Multiplier^(n−1), growing linearly after MaxDoublings
 	Linear                  // Base + Increment·(n−1)
 	Fixed                   // Base
 	Custom                  // Func(n)
+	Schedule                // Delays[n−1], the last one repeating
 )
 
 // Jitter is how randomness is applied to the capped delay. The zero value is
@@ -42,6 +44,11 @@ const (
 	DefaultMax          = 30 * time.Second
 	DefaultJitterFactor = 0.1
 )
+
+// MaxScheduleDelays is the longest list of Delays a Schedule may have. A
+// schedule longer than this is better said as a growth rule, and the bound
+// keeps a decoded policy's size and validation time small.
+const MaxScheduleDelays = 100
 
 // None, set as a Policy's Base, Increment or Max, stands for a real zero: no
 // delay, no step, no cap, where a zero field would take its default. Any
@@ -71,6 +78,22 @@ type Policy struct {
 	Min        time.Duration // lower bound of every delay; 0 means none; never negative
 	Max        time.Duration // upper bound of every delay; 0 means DefaultMax, None no cap
 
+	// MaxDoublings, when positive, limits the growth of the Exponential kind
+	// as Cloud Tasks' max_doublings does: the delay is multiplied by
+	// Multiplier MaxDoublings times, reaching Base·Multiplier^MaxDoublings
+	// before retry MaxDoublings+1, and from then on grows linearly by that
+	// much per retry, so the delay before retry n is
+	// Base·Multiplier^MaxDoublings·(n−MaxDoublings), still capped at Max.
+	// It suits a long-lived task that should keep backing off without the
+	// long gaps of a doubling that only Max stops. 0 means no limit; it is
+	// never negative, and is only for the Exponential kind.
+	MaxDoublings int
+	// Delays lists the raw delays of the Schedule kind, before retry 1, 2, …;
+	// past its end the last delay repeats. Each is 0 or more; a schedule has
+	// 1 to MaxScheduleDelays of them, and other kinds none. Like Func it is
+	// shared by the Policy's copies: do not change it once in use.
+	Delays []time.Duration
+
 	Jitter       Jitter
 	JitterFactor float64 // f of ProportionalJitter, in (0, 1]; 0 means DefaultJitterFactor
 
@@ -94,7 +117,7 @@ func Default() Policy {
 func (p *Policy) IsZero() bool {
 	return p.Kind == 0 && p.Base == 0 && p.Multiplier == 0 && p.Increment == 0 &&
 		p.Min == 0 && p.Max == 0 && p.Jitter == 0 && p.JitterFactor == 0 &&
-		p.Func == nil && p.JitterFunc == nil
+		p.MaxDoublings == 0 && len(p.Delays) == 0 && p.Func == nil && p.JitterFunc == nil
 }
 
 // Effective returns p with its defaults resolved: every zero field replaced by
@@ -112,6 +135,9 @@ func (p Policy) Effective() Policy {
 		p.Max = None
 	}
 	p.JitterFactor = p.jitterFactor()
+	if len(p.Delays) == 0 {
+		p.Delays = nil // an empty list and none behave alike, and so compare alike
+	}
 	return p
 }
 
@@ -181,10 +207,10 @@ func orNone(d time.Duration) time.Duration {
 // that passes Validate.
 func (p *Policy) Delay(n int, prev time.Duration, src Source) time.Duration {
 	// The common case, exponential doubling with full jitter, in a few
-	// integer operations: Kind and Jitter are zero, and Multiplier is 0 or
-	// 2, the two float64s whose bits are 0 and 1<<62. delay gives the same
-	// results, in more steps.
-	if p.Kind|Kind(p.Jitter) == 0 && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
+	// integer operations: Kind, Jitter and MaxDoublings are zero, and
+	// Multiplier is 0 or 2, the two float64s whose bits are 0 and 1<<62.
+	// delay gives the same results, in more steps.
+	if p.Kind|Kind(p.Jitter)|Kind(p.MaxDoublings) == 0 && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
 		// Everything but the draw first, so that only d, and lo when there
 		// is a floor or a source to call, live across the call to the
 		// generator: one value saved to the stack and read back instead
@@ -210,7 +236,7 @@ func (p *Policy) Delay(n int, prev time.Duration, src Source) time.Duration {
 func (p *Policy) delay(n int, prev time.Duration, src Source) time.Duration {
 	hi := p.limit()
 	var d time.Duration
-	if p.Kind == Exponential && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
+	if p.Kind|Kind(p.MaxDoublings) == 0 && math.Float64bits(p.Multiplier)&^(1<<62) == 0 {
 		d = doubling(p.base(), n, hi) // without the call to raw
 	} else {
 		d = p.raw(n, hi)
@@ -280,14 +306,42 @@ func (p *Policy) raw(n int, hi time.Duration) time.Duration {
 		if p.Func != nil {
 			raw = max(p.Func(n), 0)
 		}
-	default: // Exponential
-		m := p.multiplier()
-		if m == 2 {
-			return doubling(p.base(), n, hi)
+	case Schedule:
+		if len(p.Delays) > 0 {
+			raw = max(p.Delays[min(n, len(p.Delays))-1], 0)
 		}
-		raw = fromFloat(float64(p.base()) * math.Pow(m, float64(n-1)))
+	default: // Exponential
+		// Past MaxDoublings the growth is linear: the delay reached at
+		// retry k = MaxDoublings+1, times n−MaxDoublings.
+		k := n
+		if d := p.MaxDoublings; d > 0 && n-1 > d {
+			k = d + 1
+		}
+		var peak time.Duration
+		if m := p.multiplier(); m == 2 {
+			peak = doubling(p.base(), k, hi)
+		} else {
+			peak = min(fromFloat(float64(p.base())*math.Pow(m, float64(k-1))), hi)
+		}
+		if k == n {
+			return peak
+		}
+		return times(peak, n-k+1, hi)
 	}
 	return min(raw, hi)
+}
+
+// times returns min(d·k, hi) for 0 ≤ d ≤ hi and k ≥ 1, exactly and in
+// integers, for any k: d·k ≤ hi exactly when k ≤ ⌊hi/d⌋, and then the
+// product cannot overflow.
+func times(d time.Duration, k int, hi time.Duration) time.Duration {
+	if d == 0 {
+		return 0
+	}
+	if d >= hi || int64(k) > int64(hi/d) {
+		return hi
+	}
+	return d * time.Duration(k)
 }
 
 // doubling returns min(base·2^(n−1), hi) for 0 ≤ base and 0 < hi (n < 1

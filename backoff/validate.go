@@ -3,6 +3,7 @@ package backoff
 import (
 	"errors"
 	"math"
+	"strconv"
 )
 
 // FieldError is one problem with one field of a policy. Field is the field's
@@ -49,12 +50,15 @@ const (
 	fieldMaxDelay
 	fieldJitterType
 	fieldJitterFactor
+	fieldMaxDoublings
+	fieldDelays
 )
 
 var fieldNames = [...]string{
 	fieldBackoff: "backoff", fieldInitialDelay: "initialDelayMs", fieldMultiplier: "multiplier",
 	fieldIncrement: "incrementMs", fieldMinDelay: "minDelayMs", fieldMaxDelay: "maxDelayMs",
 	fieldJitterType: "jitterType", fieldJitterFactor: "jitterFactor",
+	fieldMaxDoublings: "maxDoublings", fieldDelays: "delaysMs",
 }
 
 func (f field) String() string { return fieldNames[f] }
@@ -88,17 +92,19 @@ func (p *Policy) Validate() error {
 func (p *Policy) Valid() bool {
 	// With these fields zero nothing else can be wrong (-0.0 is not zero
 	// here, and goes the long way).
-	if uint64(p.Kind)|uint64(p.Jitter)|uint64(p.Min)|math.Float64bits(p.Multiplier)|math.Float64bits(p.JitterFactor) == 0 {
+	if uint64(p.Kind)|uint64(p.Jitter)|uint64(p.Min)|math.Float64bits(p.Multiplier)|math.Float64bits(p.JitterFactor)|
+		uint64(p.MaxDoublings)|uint64(len(p.Delays)) == 0 {
 		return true
 	}
 	return p.valid()
 }
 
 // valid is Valid for the other policies: a few comparisons when p has no
-// funcs, the full check when it has.
+// funcs and no schedule, the full check when it has.
 func (p *Policy) valid() bool {
 	// A NaN fails every comparison here, and goes to the full check.
 	if uint(p.Kind) <= uint(Fixed) && uint(p.Jitter) <= uint(ProportionalJitter) &&
+		len(p.Delays) == 0 && (p.MaxDoublings == 0 || p.MaxDoublings > 0 && p.Kind == Exponential) &&
 		(p.Jitter != DecorrelatedJitter || p.base() > 0) &&
 		(p.Multiplier == 0 || p.Multiplier >= 1 && p.Multiplier <= math.MaxFloat64) &&
 		(p.JitterFactor == 0 || p.JitterFactor > 0 && p.JitterFactor <= 1) &&
@@ -123,8 +129,31 @@ func (p *Policy) problems(skip fieldSet) []error {
 		if p.Func == nil {
 			bad(fieldBackoff, "CUSTOM needs a Func")
 		}
+	case Schedule:
 	default:
 		bad(fieldBackoff, "unknown backoff kind")
+	}
+	// A kind that failed to decode is unknown here, so the checks that
+	// depend on it are left out rather than blamed on the other fields.
+	kindKnown := !skip.has(fieldBackoff)
+	switch {
+	case p.Kind == Schedule && len(p.Delays) == 0:
+		bad(fieldDelays, "SCHEDULE needs at least one delay")
+	case p.Kind == Schedule && len(p.Delays) > MaxScheduleDelays:
+		bad(fieldDelays, "must list at most "+strconv.Itoa(MaxScheduleDelays)+" delays")
+	case p.Kind == Schedule:
+		for i, d := range p.Delays {
+			if d < 0 {
+				bad(fieldDelays, "["+strconv.Itoa(i)+"] must not be negative")
+			}
+		}
+	case len(p.Delays) > 0 && kindKnown:
+		bad(fieldDelays, "is only for backoff SCHEDULE")
+	}
+	if p.MaxDoublings < 0 {
+		bad(fieldMaxDoublings, "must not be negative")
+	} else if p.MaxDoublings > 0 && p.Kind != Exponential && kindKnown {
+		bad(fieldMaxDoublings, "is only for backoff EXPONENTIAL")
 	}
 	switch m := p.Multiplier; {
 	case math.IsNaN(m) || math.IsInf(m, 0):
