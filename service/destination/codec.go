@@ -34,7 +34,7 @@ func ParseRequest(data []byte) (*Destination, error) {
 // patch would then keep both. nil marks a map of any names (headers).
 var fields = map[string]map[string]bool{
 	"": set("destinationId", "url", "auth", "headers", "signing", "rateLimit", "maxInFlight", "timeoutMs", "tls",
-		"autoDisable", "status", "statusReason", "statusSince", "failingSince"),
+		"autoDisable", "attemptHeaders", "status", "statusReason", "statusSince", "failingSince"),
 	"auth": set("type", "token", "username", "password", "name", "value", "tokenUrl", "clientId", "clientSecret",
 		"scopes", "audience"),
 	"signing":     set("scheme", "secret", "previous"),

@@ -74,6 +74,12 @@ type Destination struct {
 	TimeoutMs   int64             `json:"timeoutMs,omitempty"`
 	TLS         *TLS              `json:"tls,omitempty"`
 	AutoDisable *AutoDisable      `json:"autoDisable,omitempty"`
+	// AttemptHeaders, false, keeps the Retrykit-Task-Id, Retrykit-Attempt
+	// and Retrykit-First-Attempt-At headers off the destination's attempts
+	// (a target that refuses headers it does not know, or that must not
+	// learn retryd's task IDs); absent or true, they are sent. A pointer,
+	// so that a merge patch's null brings back the default.
+	AttemptHeaders *bool `json:"attemptHeaders,omitempty"`
 
 	Status       Status `json:"status"`
 	StatusReason string `json:"statusReason,omitempty"`
@@ -180,4 +186,10 @@ func (p Problems) Is(target error) bool { return target == ErrInvalid }
 
 func (p *Problems) add(field, format string, args ...any) {
 	*p = append(*p, FieldError{field, fmt.Sprintf(format, args...)})
+}
+
+// SendsAttemptHeaders reports whether d's attempts carry the headers that
+// tell the target their task and attempt: unless AttemptHeaders is false.
+func (d *Destination) SendsAttemptHeaders() bool {
+	return d.AttemptHeaders == nil || *d.AttemptHeaders
 }

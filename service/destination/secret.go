@@ -241,6 +241,10 @@ func (d *Destination) Clone() *Destination {
 		a := *d.AutoDisable
 		out.AutoDisable = &a
 	}
+	if d.AttemptHeaders != nil {
+		on := *d.AttemptHeaders
+		out.AttemptHeaders = &on
+	}
 	return &out
 }
 

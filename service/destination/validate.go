@@ -239,11 +239,14 @@ func checkBaseURL(u string) string {
 
 // reservedHeader reports whether retryd sets the canonical header k itself
 // on a destination's attempts: framing, the idempotency key, the
-// signature's.
+// signature's, the task's and attempt's (refused even where AttemptHeaders
+// switches them off, so that they never mean one thing on one destination
+// and another elsewhere).
 func reservedHeader(k string) bool {
 	switch k {
 	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection",
-		"Te", "Trailer", "Upgrade", "Idempotency-Key", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature":
+		"Te", "Trailer", "Upgrade", "Idempotency-Key", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
+		"Retrykit-Task-Id", "Retrykit-Attempt", "Retrykit-First-Attempt-At":
 		return true
 	}
 	return false

@@ -1,8 +1,10 @@
 // Package dispatch makes retryd's outbound calls: one HTTP request per
 // attempt, with the task's stored method, headers and body plus its
-// Idempotency-Key, bounded in time and in what it reads, refusing addresses
+// Idempotency-Key and the headers naming its task and attempt
+// (Request.TaskID), bounded in time and in what it reads, refusing addresses
 // a tenant must not reach, and never following a redirect. It reports what
-// happened as a Result; Result.Outcome applies a retry policy to it.
+// happened as a Result, a target's Retrykit-Retry: never included
+// (Result.NoRetry); Result.Outcome applies a retry policy to it.
 //
 // http:// and https:// targets take one path: HTTP/1.1 through
 // github.com/valyala/fasthttp, which writes the request head, parses the
@@ -204,6 +206,17 @@ type Request struct {
 	Headers        map[string]string
 	Body           []byte
 	IdempotencyKey string // sent as Idempotency-Key, over any stored header of that name
+	// TaskID, when not empty, tells the target which task and attempt
+	// this is, so that it can tell a retry from a new request and log
+	// both alike: it is sent as Retrykit-Task-Id, Attempt as
+	// Retrykit-Attempt and FirstAttemptAt as Retrykit-First-Attempt-At
+	// (epoch milliseconds), each over any stored header of its name and
+	// any Extra one, as Idempotency-Key is. Empty, none of the three is
+	// sent (a destination switched them off), and a stored header of one
+	// of these names goes as it is.
+	TaskID         string
+	Attempt        int
+	FirstAttemptAt time.Time
 	// BodyRef, when not empty, names the body in Config.Blobs instead of
 	// Body, which must then be empty. It is opened at each attempt and
 	// streamed; its Content-Length is the size Open gives then.
@@ -273,6 +286,11 @@ type Result struct {
 	RetryAfter time.Duration // the response's Retry-After; valid when HasRetryAfter
 	// HasRetryAfter reports a valid Retry-After header on the response.
 	HasRetryAfter bool
+	// NoRetry reports a Retrykit-Retry: never header on the response (the
+	// first such field; its value in any case, between white space): the
+	// target asks that this request not be sent again, whatever its
+	// status says.
+	NoRetry bool
 	// Location is a redirect's target, which is not followed, cut to
 	// MaxQuotedBytes.
 	Location string

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -79,7 +80,7 @@ func (n *netHTTP) send(ctx context.Context, u *url.URL, r *Request, res *Result)
 		req.Host = h
 	}
 	for k, v := range r.Headers {
-		if k = textproto.CanonicalMIMEHeaderKey(k); !managed(k) {
+		if k = textproto.CanonicalMIMEHeaderKey(k); !managed(k) && !attemptHeader(r, k) {
 			req.Header[k] = []string{v}
 		}
 	}
@@ -88,6 +89,11 @@ func (n *netHTTP) send(ctx context.Context, u *url.URL, r *Request, res *Result)
 	}
 	if r.IdempotencyKey != "" {
 		req.Header["Idempotency-Key"] = []string{r.IdempotencyKey}
+	}
+	if r.TaskID != "" {
+		req.Header[HeaderTaskID] = []string{r.TaskID}
+		req.Header[HeaderAttempt] = []string{strconv.Itoa(r.Attempt)}
+		req.Header[HeaderFirstAttemptAt] = []string{strconv.FormatInt(r.FirstAttemptAt.UnixMilli(), 10)}
 	}
 	resp, err := n.tr.RoundTrip(req)
 	if err != nil {
@@ -99,6 +105,7 @@ func (n *netHTTP) send(ctx context.Context, u *url.URL, r *Request, res *Result)
 	}
 	res.Status = resp.StatusCode
 	res.RetryAfter, res.HasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), res.Start)
+	res.NoRetry = parseNoRetry([]byte(resp.Header.Get(HeaderRetry)))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		res.Location = resp.Header.Get("Location")
 	}

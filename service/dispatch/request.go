@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/textproto"
@@ -59,7 +60,48 @@ func checkRequest(u *url.URL, r *Request) error {
 	if !httpguts.ValidHeaderFieldValue(r.IdempotencyKey) {
 		return fmt.Errorf("%w: idempotency key %q", ErrBadRequest, r.IdempotencyKey)
 	}
+	if !httpguts.ValidHeaderFieldValue(r.TaskID) {
+		return fmt.Errorf("%w: task ID %q", ErrBadRequest, r.TaskID)
+	}
 	return nil
+}
+
+// The headers that tell a target which task and attempt it is answering
+// (Request.TaskID), and the one by which it can ask for no more retries.
+const (
+	HeaderTaskID         = "Retrykit-Task-Id"
+	HeaderAttempt        = "Retrykit-Attempt"
+	HeaderFirstAttemptAt = "Retrykit-First-Attempt-At"
+	HeaderRetry          = "Retrykit-Retry"
+)
+
+// attemptHeader reports whether the canonical header k is one that r's
+// TaskID has the client set, over a task's or a destination's header of
+// that name: the target must be able to trust what they say.
+func attemptHeader(r *Request, k string) bool {
+	if r.TaskID == "" {
+		return false
+	}
+	switch k {
+	case HeaderTaskID, HeaderAttempt, HeaderFirstAttemptAt:
+		return true
+	}
+	return false
+}
+
+// maxRetryValue is the longest Retrykit-Retry value looked at: "never"
+// with some white space around it. A longer one says something else, and
+// is not trimmed at all, so that reading it costs the same whatever its
+// length.
+const maxRetryValue = 32
+
+// parseNoRetry reports whether v, a Retrykit-Retry value, is "never", in
+// any case, with optional white space around it.
+func parseNoRetry(v []byte) bool {
+	if len(v) > maxRetryValue {
+		return false
+	}
+	return bytes.EqualFold(bytes.Trim(v, " \t"), []byte("never"))
 }
 
 // hostOverride returns the value of a Host header among h, which names the

@@ -170,7 +170,7 @@ func (c *call) build(u *url.URL, r *Request, signed []Header) {
 		k = textproto.CanonicalMIMEHeaderKey(k)
 		switch {
 		case managed(k), k == "Idempotency-Key" && r.IdempotencyKey != "", k == "Traceparent" && traced,
-			overridden(k, r.Extra), overridden(k, signed):
+			attemptHeader(r, k), overridden(k, r.Extra), overridden(k, signed):
 			continue
 		case k == "User-Agent":
 			agent = true
@@ -178,6 +178,9 @@ func (c *call) build(u *url.URL, r *Request, signed []Header) {
 		h.Add(k, v)
 	}
 	for _, x := range r.Extra {
+		if attemptHeader(r, x.Name) {
+			continue
+		}
 		agent = agent || x.Name == "User-Agent"
 		h.Add(x.Name, x.Value)
 	}
@@ -189,6 +192,14 @@ func (c *call) build(u *url.URL, r *Request, signed []Header) {
 	}
 	if r.IdempotencyKey != "" {
 		h.Add("Idempotency-Key", r.IdempotencyKey)
+	}
+	if r.TaskID != "" {
+		h.Add(HeaderTaskID, r.TaskID)
+		// Formatted in scratch, which the head copies: no allocation.
+		b = strconv.AppendInt(b[:0], int64(r.Attempt), 10)
+		h.AddBytesV(HeaderAttempt, b)
+		b = strconv.AppendInt(b[:0], r.FirstAttemptAt.UnixMilli(), 10)
+		h.AddBytesV(HeaderFirstAttemptAt, b)
 	}
 	if traced {
 		// Formatted in scratch, which the head copies: no allocation.
@@ -440,6 +451,7 @@ func (c *call) roundTrip(hc *fasthttp.HostClient, resp *fasthttp.Response) (retr
 	if v := resp.Header.Peek("Retry-After"); len(v) > 0 {
 		res.RetryAfter, res.HasRetryAfter = parseRetryAfter(string(v), res.Start)
 	}
+	res.NoRetry = parseNoRetry(resp.Header.Peek(HeaderRetry))
 	if status >= 300 && status < 400 {
 		// Send bounds it; no more of it than that needs is copied.
 		loc := resp.Header.Peek("Location")

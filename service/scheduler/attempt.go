@@ -128,6 +128,12 @@ func (s *Scheduler) request(ctx context.Context, t *store.Task, call *gate.Call)
 		Body:           t.Body,
 		BodyRef:        t.BodyRef, // read from the blob store, and streamed, at each attempt
 		IdempotencyKey: t.IdempotencyKey,
+		// BudgetStart is when the first attempt of the task's current run
+		// was due: its creation (or notBefore), or its last redrive, which
+		// starts the attempt count afresh too.
+		TaskID:         t.ID,
+		Attempt:        t.AttemptNumber,
+		FirstAttemptAt: t.BudgetStart,
 	}
 	h, err := destination.OpenHeaders(s.cfg.Keys, t.Tenant, t.ID, t.Headers)
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 // step. Decorrelated jitter continues from t.PrevDelay, which the store
 // keeps, so a restart does not restart the sequence. src, when not nil, is
 // drawn from instead of p.Rand (a policy decoded from JSON has none); it
-// must be safe for concurrent use.
+// must be safe for concurrent use. An answer with Retrykit-Retry: never
+// (res.NoRetry) that is no success fails the task, whatever its status
+// and the policy: the target asked for no more retries.
 func Decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time, src backoff.Source) store.Finish {
 	f, _ := decide(t, p, res, now, src)
 	return f
@@ -51,6 +53,14 @@ func decide(t *store.Task, p *retry.Policy, res *dispatch.Result, now time.Time,
 		return f, nil
 	case dispatch.Retry:
 		class = retry.Retry
+	}
+	if res.NoRetry {
+		// The target knows best whether its request may come again (it
+		// acted on it, or never will): its word ends the task before the
+		// policy classifies the answer or counts what is left.
+		f.Status = store.Failed
+		f.LastError = msg + " (the target asked for no more retries: " + dispatch.HeaderRetry + ": never)"
+		return f, retry.ErrNotRetryable
 	}
 	if src != nil {
 		q := *p

@@ -55,6 +55,18 @@ func TestDecide(t *testing.T) {
 		{"budget exhausted", task(2), budget, answer(503), t0.Add(8 * time.Second), store.Exhausted, time.Time{}, 2 * time.Second, "HTTP 503 Service Unavailable (time budget exhausted)"},
 		{"retry-after past the budget", task(1), budget, &dispatch.Result{Start: t0, Status: 503, RetryAfter: 20 * time.Second, HasRetryAfter: true}, t0,
 			store.Exhausted, time.Time{}, time.Second, "HTTP 503 Service Unavailable (time budget exhausted)"},
+		// Retrykit-Retry: never ends the task whatever the status and the
+		// policy, but a success stays one.
+		{"never ends a retryable status", task(1), exp, &dispatch.Result{Start: t0, Status: 503, NoRetry: true}, t0,
+			store.Failed, time.Time{}, 2 * time.Second, "HTTP 503 Service Unavailable (the target asked for no more retries: Retrykit-Retry: never)"},
+		{"never over a retry-after", task(1), exp, &dispatch.Result{Start: t0, Status: 429, RetryAfter: time.Second, HasRetryAfter: true, NoRetry: true}, t0,
+			store.Failed, time.Time{}, 2 * time.Second, "HTTP 429 Too Many Requests (the target asked for no more retries: Retrykit-Retry: never)"},
+		{"never is FAILED, not EXHAUSTED, on the last attempt", task(4), exp, &dispatch.Result{Start: t0, Status: 503, NoRetry: true}, t0,
+			store.Failed, time.Time{}, 2 * time.Second, "HTTP 503 Service Unavailable (the target asked for no more retries: Retrykit-Retry: never)"},
+		{"never on a 4xx says so", task(1), exp, &dispatch.Result{Start: t0, Status: 404, NoRetry: true}, t0,
+			store.Failed, time.Time{}, 2 * time.Second, "HTTP 404 Not Found (the target asked for no more retries: Retrykit-Retry: never)"},
+		{"never on a 2xx is a success", task(1), exp, &dispatch.Result{Start: t0, Status: 200, NoRetry: true}, t0,
+			store.Succeeded, time.Time{}, 2 * time.Second, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

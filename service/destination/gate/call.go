@@ -114,11 +114,16 @@ const maxLate = 50 * time.Millisecond
 
 // Request returns the dispatch request of the task's attempt: the task's
 // request sent to URL, with the destination's headers and credentials over
-// the task's, and its signature. An error (an OAuth2 token endpoint that
-// fails) is the attempt's error: nothing was sent.
+// the task's, and its signature; without the headers that tell the target
+// the task and attempt (r.TaskID cleared) when the destination switched
+// them off. An error (an OAuth2 token endpoint that fails) is the
+// attempt's error: nothing was sent.
 func (c *Call) Request(ctx context.Context, t *store.Task, r dispatch.Request) (dispatch.Request, error) {
 	r.URL = c.URL
 	r.Extra = c.v.extra
+	if !c.v.d.SendsAttemptHeaders() {
+		r.TaskID, r.Attempt, r.FirstAttemptAt = "", 0, time.Time{}
+	}
 	if tc := c.v.token; tc != nil {
 		tok, gen, err := tc.get(ctx, c.g.cfg.Now())
 		if err != nil {
