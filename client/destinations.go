@@ -145,6 +145,10 @@ type Destination struct {
 	// AutoDisable disables the destination when its every attempt has
 	// failed for a while; nil never does.
 	AutoDisable *AutoDisable `json:"autoDisable,omitempty"`
+	// AttemptHeaders, when false, keeps the Retrykit-Task-Id,
+	// Retrykit-Attempt and Retrykit-First-Attempt-At headers off the
+	// destination's attempts; nil (the default) sends them.
+	AttemptHeaders *bool `json:"attemptHeaders,omitempty"`
 
 	Status       DestinationStatus `json:"status,omitempty"` // ACTIVE when created without one
 	StatusReason string            `json:"statusReason,omitempty"`

@@ -650,3 +650,20 @@ func TestSecretJSON(t *testing.T) {
 		t.Errorf("printed auth = %s, want its token masked", got)
 	}
 }
+
+// A destination that keeps the Retrykit-* headers off its attempts says
+// so when read back.
+func TestDestinationAttemptHeaders(t *testing.T) {
+	t.Parallel()
+	c, _ := setupDestinations(t)
+	ctx := context.Background()
+	off := false
+	d, _, err := c.CreateDestination(ctx, client.Destination{ID: "quiet", URL: "https://example.com", AttemptHeaders: &off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetDestination(ctx, d.ID)
+	if err != nil || got.AttemptHeaders == nil || *got.AttemptHeaders {
+		t.Errorf("GetDestination = %+v, %v; want attemptHeaders false", got, err)
+	}
+}
