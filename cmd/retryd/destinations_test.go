@@ -145,7 +145,7 @@ func waitAllSucceeded(t *testing.T, d *daemon, ids []string, limit time.Duration
 }
 
 // destinationTasks is how many tasks the fleet's rate test sends: the
-// issue's 5,000 under RETRYKIT_LONG=1 (50 s a store at 100/s), fewer by
+// full 5,000 under RETRYKIT_LONG=1 (50 s a store at 100/s), fewer by
 // default to keep the package quick.
 func destinationTasks() int {
 	if os.Getenv("RETRYKIT_LONG") == "1" {
@@ -212,7 +212,7 @@ func TestPauseSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "retryd.db")
 	tg := newArrivals(t, 0)
-	// The run under RETRYKIT_LONG=1: 1,000 tasks, paused 10 s.
+	// The full run under RETRYKIT_LONG=1: 1,000 tasks, paused 10 s.
 	tasks, paused := 300, 2*time.Second
 	if os.Getenv("RETRYKIT_LONG") == "1" {
 		tasks, paused = 1000, 10*time.Second

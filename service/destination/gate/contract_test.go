@@ -83,7 +83,7 @@ func (ts *tokenServer) revoke(auth string) {
 func TestOAuth2ClientCredentials(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	// The run under RETRYKIT_LONG=1: 2,000 tasks over 10 s, tokens
+	// The full run under RETRYKIT_LONG=1: 2,000 tasks over 10 s, tokens
 	// that live 2 s; a shorter one by default.
 	tasks, over, life := 150, 3*time.Second, time.Second
 	if os.Getenv("RETRYKIT_LONG") == "1" {
