@@ -42,55 +42,65 @@ func headerAD(tenant, taskID, name string) []byte {
 	return []byte(tenant + "\x00task\x00" + taskID + "\x00" + textproto.CanonicalMIMEHeaderKey(name))
 }
 
+// rewrite returns h with f applied to each of its values, and whether f
+// changed any; h itself, not a copy, when it changed none, so that a task
+// without such headers costs nothing on the attempt path. order, when not
+// nil, is the names of h in the order to visit them; nil is the map's.
+func rewrite(h map[string]string, order []string, f func(name, v string) (string, error)) (map[string]string, bool, error) {
+	out, changed := h, false
+	apply := func(name, v string) error {
+		nv, err := f(name, v)
+		if err != nil || nv == v {
+			return err
+		}
+		if !changed {
+			out, changed = maps.Clone(h), true
+		}
+		out[name] = nv
+		return nil
+	}
+	if order != nil {
+		for _, name := range order {
+			if err := apply(name, h[name]); err != nil {
+				return nil, false, err
+			}
+		}
+		return out, changed, nil
+	}
+	for name, v := range h {
+		if err := apply(name, v); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, changed, nil
+}
+
 // SealHeaders returns h with the values of the headers names lists sealed
 // for task taskID of tenant, or h itself when it has none of them.
 func SealHeaders(k Sealer, tenant, taskID string, h map[string]string, names map[string]bool) map[string]string {
-	var out map[string]string
-	for name, v := range h {
-		if !names[textproto.CanonicalMIMEHeaderKey(name)] || strings.HasPrefix(v, SealedPrefix) {
-			continue
+	out, _, _ := rewrite(h, nil, func(name, v string) (string, error) {
+		if !names[textproto.CanonicalMIMEHeaderKey(name)] || LooksSealed(v) {
+			return v, nil
 		}
-		if out == nil {
-			out = make(map[string]string, len(h))
-			for k, v := range h {
-				out[k] = v
-			}
-		}
-		out[name] = k.Seal([]byte(v), headerAD(tenant, taskID, name))
-	}
-	if out == nil {
-		return h
-	}
+		return k.Seal([]byte(v), headerAD(tenant, taskID, name)), nil
+	})
 	return out
 }
 
 // OpenHeaders returns h with its sealed values opened, or h itself when
 // none is sealed: what an attempt sends.
 func OpenHeaders(k Sealer, tenant, taskID string, h map[string]string) (map[string]string, error) {
-	var out map[string]string
-	for name, v := range h {
-		if !strings.HasPrefix(v, SealedPrefix) {
-			continue
+	out, _, err := rewrite(h, nil, func(name, v string) (string, error) {
+		if !LooksSealed(v) {
+			return v, nil
 		}
 		if k == nil {
-			return nil, errNoKeys
+			return "", errNoKeys
 		}
 		plain, err := k.Open(v, headerAD(tenant, taskID, name))
-		if err != nil {
-			return nil, err
-		}
-		if out == nil {
-			out = make(map[string]string, len(h))
-			for k, v := range h {
-				out[k] = v
-			}
-		}
-		out[name] = string(plain)
-	}
-	if out == nil {
-		return h, nil
-	}
-	return out, nil
+		return string(plain), err
+	})
+	return out, err
 }
 
 // ResealHeaders returns h with every sealed value sealed again by reseal
@@ -100,52 +110,29 @@ func OpenHeaders(k Sealer, tenant, taskID string, h map[string]string) (map[stri
 // the header but never its value.
 func ResealHeaders(reseal func(token string, ad []byte) (string, bool, error), tenant, taskID string,
 	h map[string]string) (map[string]string, bool, error) {
-	var out map[string]string
 	// In the order of their names, so that of several values that do not
 	// open, the same one is reported each time.
-	for _, name := range slices.Sorted(maps.Keys(h)) {
-		v := h[name]
-		if !strings.HasPrefix(v, SealedPrefix) {
-			continue
+	return rewrite(h, slices.Sorted(maps.Keys(h)), func(name, v string) (string, error) {
+		if !LooksSealed(v) {
+			return v, nil
 		}
-		tok, changed, err := reseal(v, headerAD(tenant, taskID, name))
+		tok, _, err := reseal(v, headerAD(tenant, taskID, name))
 		if err != nil {
-			return nil, false, fmt.Errorf("task %s: header %s: %w", taskID, name, err)
+			return "", fmt.Errorf("task %s: header %s: %w", taskID, name, err)
 		}
-		if !changed {
-			continue
-		}
-		if out == nil {
-			out = maps.Clone(h)
-		}
-		out[name] = tok
-	}
-	if out == nil {
-		return h, false, nil
-	}
-	return out, true, nil
+		return tok, nil
+	})
 }
 
 // MaskHeaders returns h as answers show it: the values of credential
 // headers, and every sealed one, replaced by mask; h itself when none is.
 func MaskHeaders(h map[string]string, mask string) map[string]string {
-	var out map[string]string
-	for name, v := range h {
-		canon := textproto.CanonicalMIMEHeaderKey(name)
-		if !strings.HasPrefix(v, SealedPrefix) && !isCredential(canon) {
-			continue
+	out, _, _ := rewrite(h, nil, func(name, v string) (string, error) {
+		if LooksSealed(v) || isCredential(textproto.CanonicalMIMEHeaderKey(name)) {
+			return mask, nil
 		}
-		if out == nil {
-			out = make(map[string]string, len(h))
-			for k, v := range h {
-				out[k] = v
-			}
-		}
-		out[name] = mask
-	}
-	if out == nil {
-		return h
-	}
+		return v, nil
+	})
 	return out
 }
 
@@ -169,16 +156,15 @@ func HasSecretHeader(h map[string]string, names map[string]bool) bool {
 	return false
 }
 
-// DigestHeaders returns a copy of h with the value of each header names
-// lists replaced by its keyed digest under mac, in hex: what a request's
-// hash takes in their place.
+// DigestHeaders returns h with the value of each header names lists
+// replaced by its keyed digest under mac, in hex: what a request's hash
+// takes in their place.
 func DigestHeaders(mac func([]byte) []byte, h map[string]string, names map[string]bool) map[string]string {
-	out := make(map[string]string, len(h))
-	for name, v := range h {
+	out, _, _ := rewrite(h, nil, func(name, v string) (string, error) {
 		if names[textproto.CanonicalMIMEHeaderKey(name)] {
-			v = "hmac:" + hex.EncodeToString(mac([]byte(v)))
+			return "hmac:" + hex.EncodeToString(mac([]byte(v))), nil
 		}
-		out[name] = v
-	}
+		return v, nil
+	})
 	return out
 }
