@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"strings"
+
+	"github.com/retrykit/retry/service/destination/secrets"
 )
 
 // SealedPrefix begins every value package secrets seals (its tokens,
 // "sec:v1:<key id>:…"). A store looks for it to find the tasks whose
 // headers hold a sealed value, knowing nothing else of secrets.
-const SealedPrefix = "sec:v1:"
+const SealedPrefix = secrets.Prefix
 
 // ResealBatch is how many tasks, or destinations, a reseal walk reads at a
 // time: enough to keep round trips few, few enough that a batch read

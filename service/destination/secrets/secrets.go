@@ -40,9 +40,13 @@ const Mask = "••••"
 // KeySize is the length of a key in bytes: AES-256.
 const KeySize = 32
 
+// Prefix begins every token Seal returns: what tells a sealed value from
+// one in the clear, for IsSealed and for those who look for sealed values
+// without a key (a store's reseal walk).
+const Prefix = "sec:v1:"
+
 const (
-	prefix = "sec:v1:" // begins every token Seal returns
-	idLen  = 8         // hex digits of the key id
+	idLen = 8 // hex digits of the key id
 	// The nonce and tag GCM adds to a plaintext (cipher.NewGCMWithRandomNonce).
 	overhead = 12 + 16
 	// hashInfo names, for HKDF, what the hash key derived from a key is
@@ -74,7 +78,7 @@ type Keyring struct {
 type key struct {
 	id     string   // idLen hex digits
 	sum    [32]byte // its SHA-256, to tell two keys of one id apart
-	header string   // prefix + id + ":": how the key's tokens begin
+	header string   // Prefix + id + ":": how the key's tokens begin
 	aead   cipher.AEAD
 }
 
@@ -123,7 +127,7 @@ func newKey(b []byte) (*key, error) {
 	}
 	sum := sha256.Sum256(b)
 	id := hex.EncodeToString(sum[:idLen/2])
-	return &key{id: id, sum: sum, header: prefix + id + ":", aead: aead}, nil
+	return &key{id: id, sum: sum, header: Prefix + id + ":", aead: aead}, nil
 }
 
 // clash reports whether a key of k's id is in kr already: the same key
@@ -224,7 +228,7 @@ func (k *key) additional(ad []byte) []byte {
 // split cuts a token into its key id and its base64 text, checking only
 // their syntax.
 func split(s string) (id, body string, ok bool) {
-	rest, ok := strings.CutPrefix(s, prefix)
+	rest, ok := strings.CutPrefix(s, Prefix)
 	if !ok || len(rest) < idLen+1 || rest[idLen] != ':' {
 		return "", "", false
 	}
