@@ -74,9 +74,16 @@ func (s *Scheduler) attempt(ctx context.Context, t *store.Task) {
 		}
 	}
 	// One deadline bounds the attempt whole, a destination's token fetch
-	// and rate wait with its send: the lease was sized to it.
-	actx, cancel := context.WithTimeout(ctx, s.bound(call, p.AttemptTimeout))
-	defer cancel()
+	// and rate wait with its send: the lease was sized to it. A plain
+	// task's send is bounded by its dispatcher already, so it needs a
+	// deadline of its own only for a policy's shorter AttemptTimeout:
+	// the attempt path makes no context and timer it does not need.
+	actx := ctx
+	if call != nil || p.AttemptTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, s.bound(call, p.AttemptTimeout))
+		defer cancel()
+	}
 	req, early := s.request(actx, t, call)
 	if early == nil && call != nil {
 		// The destination's rate token is taken last, once the request is
