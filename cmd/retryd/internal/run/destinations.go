@@ -40,31 +40,12 @@ func secretsFlags(fs *flag.FlagSet, c *SecretsConfig) {
 	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", "",
 		"`file` of the key (32 random bytes in base64, as `openssl rand -base64 32` writes) that seals credentials and signing secrets at rest; "+
 			"default on the embedded store: the store's path + \".key\", made at first start (mode 0600); required on a shared store, the same for every instance")
-	fs.Var(listFlag{&c.SecretsOldKeyFiles}, "secrets-old-key-files",
+	fs.Var(stringList{&c.SecretsOldKeyFiles}, "secrets-old-key-files",
 		"key `files` the current key replaced (comma-separated): they still open what they sealed until `retryd secrets rotate-key` seals it again")
-	fs.Var(listFlag{&c.SecretHeaders}, "secret-headers",
+	fs.Var(stringList{&c.SecretHeaders}, "secret-headers",
 		"task header `names` (comma-separated) to seal at rest and mask in answers, besides Authorization, Proxy-Authorization and Cookie")
 	fs.DurationVar(&c.DestinationMaxTimeout, "destination-max-timeout", 0,
 		"the longest timeoutMs a destination may set (0: --attempt-timeout); the lease must exceed it by a second")
-}
-
-// listFlag is a flag of comma-separated values, repeatable.
-type listFlag struct{ v *[]string }
-
-func (l listFlag) String() string {
-	if l.v == nil {
-		return ""
-	}
-	return strings.Join(*l.v, ",")
-}
-
-func (l listFlag) Set(s string) error {
-	for _, part := range strings.Split(s, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			*l.v = append(*l.v, part)
-		}
-	}
-	return nil
 }
 
 // loadKeys returns the keyring of c: its key file's, made at first start

@@ -108,7 +108,7 @@ func RotateKey(ctx context.Context, args []string, getenv func(string) string, s
 	storeFlags(fs, &c)
 	fs.StringVar(&c.SecretsKeyFile, "secrets-key-file", "",
 		"`file` of the current key, which seals: the new key (required on a shared store; default on the embedded store: the store's path + \".key\")")
-	fs.Var(listFlag{&c.SecretsOldKeyFiles}, "secrets-old-key-files",
+	fs.Var(stringList{&c.SecretsOldKeyFiles}, "secrets-old-key-files",
 		"key `files` (comma-separated) the current key replaced, which open what they sealed")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, rotateKeyHelp)
