@@ -15,7 +15,7 @@ var _ gate.Recorder = (*Metrics)(nil)
 
 // OtherDestination is the destination label under which the destination
 // collectors count a tenant's destinations beyond Limits. No destination
-// ID can be it (an ID is letters, digits, '.', '_' and '-': see
+// ID can be it (an ID is lower-case letters, digits, '.', '_' and '-': see
 // destination.ValidID), so it never stands for a real destination, and a
 // destination named "other" keeps a label of its own.
 const OtherDestination = "~other"
@@ -25,31 +25,21 @@ var destinationStatuses = [...]destination.Status{destination.Active, destinatio
 
 // destinations holds retry_destination_held_total,
 // retry_destination_in_flight and retry_destination_status, and their
-// series by tenant and destination, made on first use. It labels the
-// (tenant, destination) pairs as attempts labels (tenant, policy) pairs.
+// series by tenant and destination, made on first use, labelled by the
+// same rule as attempts' policies (labelRule).
 type destinations struct {
 	held     *prometheus.CounterVec
 	inFlight *prometheus.GaugeVec
 	status   *prometheus.GaugeVec
-	lim      Limits
-	log      *slog.Logger
 
-	mu       sync.Mutex
-	labelled int // pairs with a destination label of their own, all tenants together
-	tenants  map[string]*tenantDestinations
-}
-
-// tenantDestinations is one tenant's destination series.
-type tenantDestinations struct {
-	ids   map[string]*destinationSeries // the pairs with a label of their own
-	other destinationSeries             // OtherDestination's
-	// otherStatus is the status last reported of each destination counted
-	// under OtherDestination, by ID: its index in destinationStatuses, or
-	// -1 for none of them. other's status gauges count these, so an entry
-	// is kept for each such destination the gate reports (as the gate
-	// keeps one itself).
-	otherStatus map[string]int
-	warned      bool // the log has said this tenant overflowed
+	mu     sync.Mutex
+	labels *labelRule[destinationSeries]
+	// otherStatus is, by tenant, the status last reported of each
+	// destination counted under OtherDestination, by ID: its index in
+	// destinationStatuses, or -1 for none of them. The overflow label's
+	// status gauges count these, so an entry is kept for each such
+	// destination the gate reports (as the gate keeps one itself).
+	otherStatus map[string]map[string]int
 }
 
 // destinationSeries are one destination label's series, each nil until
@@ -61,6 +51,7 @@ type destinationSeries struct {
 }
 
 func newDestinations(lim Limits, log *slog.Logger) *destinations {
+	lim = lim.withDefaults()
 	other := " (destination \"" + OtherDestination + "\": the tenant's destinations beyond the limits on labels"
 	return &destinations{
 		held: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -79,36 +70,10 @@ func newDestinations(lim Limits, log *slog.Logger) *destinations {
 			Help: "A destination's status as this instance last read it: 1 for its status (ACTIVE, PAUSED or " +
 				"DISABLED), 0 for the others, by tenant, destination" + other + ": how many of them are in each status) and status.",
 		}, []string{"tenant", "destination", "status"}),
-		lim:     lim.withDefaults(),
-		log:     log,
-		tenants: map[string]*tenantDestinations{},
+		labels: newLabelRule[destinationSeries]("destination", "destinations", OtherDestination,
+			lim.Destinations, lim.DestinationsPerTenant, log),
+		otherStatus: map[string]map[string]int{},
 	}
-}
-
-// series returns the series of (tenant, id), labelling the pair if the
-// limits allow, its tenant's, and its destination label. d.mu is held.
-func (d *destinations) series(tenant, id string) (*tenantDestinations, *destinationSeries, string) {
-	t := d.tenants[tenant]
-	if t == nil {
-		t = &tenantDestinations{ids: map[string]*destinationSeries{}}
-		d.tenants[tenant] = t
-	}
-	if s := t.ids[id]; s != nil {
-		return t, s, id
-	}
-	if len(t.ids) < d.lim.DestinationsPerTenant && d.labelled < d.lim.Destinations {
-		s := &destinationSeries{}
-		t.ids[id] = s
-		d.labelled++
-		return t, s, id
-	}
-	if !t.warned {
-		t.warned = true
-		d.log.Warn("metrics: a tenant's further destinations are counted under destination="+OtherDestination,
-			"tenant", tenant, "tenant_destinations", len(t.ids), "max_per_tenant", d.lim.DestinationsPerTenant,
-			"destinations", d.labelled, "max", d.lim.Destinations)
-	}
-	return t, &t.other, OtherDestination
 }
 
 // DestinationHeld counts an attempt of tenant's task the destination gate
@@ -123,7 +88,7 @@ func (m *Metrics) DestinationHeld(tenant, id, reason string) {
 	}
 	d := m.dest
 	d.mu.Lock()
-	_, s, label := d.series(tenant, id)
+	s, label, _ := d.labels.series(tenant, id)
 	c := s.held[reason]
 	if c == nil {
 		if s.held == nil {
@@ -146,7 +111,7 @@ func (m *Metrics) DestinationInFlight(tenant, id string, delta int) {
 	}
 	d := m.dest
 	d.mu.Lock()
-	_, s, label := d.series(tenant, id)
+	s, label, _ := d.labels.series(tenant, id)
 	if s.inFlight == nil {
 		s.inFlight = d.inFlight.WithLabelValues(tenant, label)
 	}
@@ -176,14 +141,14 @@ func (m *Metrics) DestinationStatus(tenant, id string, status destination.Status
 	d := m.dest
 	d.mu.Lock()
 	defer d.mu.Unlock() // the gauges move under the lock, so that two reports never leave two statuses at 1
-	t, s, label := d.series(tenant, id)
+	s, label, overflow := d.labels.series(tenant, id)
 	if s.status == nil {
 		s.status = new([len(destinationStatuses)]prometheus.Gauge)
 		for j, st := range destinationStatuses {
 			s.status[j] = d.status.WithLabelValues(tenant, label, string(st))
 		}
 	}
-	if s != &t.other {
+	if !overflow {
 		for j, g := range s.status {
 			if j == i {
 				g.Set(1)
@@ -193,14 +158,16 @@ func (m *Metrics) DestinationStatus(tenant, id string, status destination.Status
 		}
 		return
 	}
-	if t.otherStatus == nil {
-		t.otherStatus = map[string]int{}
+	last := d.otherStatus[tenant]
+	if last == nil {
+		last = map[string]int{}
+		d.otherStatus[tenant] = last
 	}
-	if old, ok := t.otherStatus[id]; ok && old >= 0 {
+	if old, ok := last[id]; ok && old >= 0 {
 		s.status[old].Dec()
 	}
 	if i >= 0 {
 		s.status[i].Inc()
 	}
-	t.otherStatus[id] = i
+	last[id] = i
 }

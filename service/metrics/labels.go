@@ -77,19 +77,62 @@ func (l Limits) withDefaults() Limits {
 // tenant and policy, made on first use.
 type attempts struct {
 	vec *prometheus.CounterVec
-	lim Limits
-	log *slog.Logger
 
-	mu       sync.Mutex
-	labelled int // pairs with a policy label of their own, all tenants together
-	tenants  map[string]*tenantSeries
+	mu     sync.Mutex
+	labels *labelRule[outcomeCounters]
 }
 
-// tenantSeries is one tenant's series.
-type tenantSeries struct {
-	policies map[string]*outcomeCounters // the pairs with a label of their own
-	other    outcomeCounters             // OtherPolicy's
-	warned   bool                        // the log has said this tenant overflowed
+// labelRule is the rule of Limits for one label whose values tenants
+// choose (a policy, a destination): a (tenant, name) pair gets a label of
+// its own when first seen, if its tenant has fewer than perTenant such
+// pairs and all tenants together fewer than total, and is otherwise
+// counted under its tenant's overflow label, for the life of the process.
+// S is the series of one label. Its owner's lock guards it.
+type labelRule[S any] struct {
+	what, whats, other string // the label's name, its plural (for the log), and the overflow value
+	total, perTenant   int
+	log                *slog.Logger
+	labelled           int // pairs with a label of their own, all tenants together
+	tenants            map[string]*tenantLabels[S]
+}
+
+// tenantLabels is one tenant's series under a labelRule.
+type tenantLabels[S any] struct {
+	named  map[string]*S // the pairs with a label of their own
+	other  S             // the overflow label's
+	warned bool          // the log has said this tenant overflowed
+}
+
+func newLabelRule[S any](what, whats, other string, total, perTenant int, log *slog.Logger) *labelRule[S] {
+	return &labelRule[S]{what: what, whats: whats, other: other, total: total, perTenant: perTenant, log: log,
+		tenants: map[string]*tenantLabels[S]{}}
+}
+
+// series returns the series of (tenant, name), labelling the pair if the
+// limits allow, and its label; overflow reports that it is the tenant's
+// overflow label's.
+func (l *labelRule[S]) series(tenant, name string) (s *S, label string, overflow bool) {
+	t := l.tenants[tenant]
+	if t == nil {
+		t = &tenantLabels[S]{named: map[string]*S{}}
+		l.tenants[tenant] = t
+	}
+	if s := t.named[name]; s != nil {
+		return s, name, false
+	}
+	if len(t.named) < l.perTenant && l.labelled < l.total {
+		s := new(S)
+		t.named[name] = s
+		l.labelled++
+		return s, name, false
+	}
+	if !t.warned {
+		t.warned = true
+		l.log.Warn("metrics: a tenant's further "+l.whats+" are counted under "+l.what+"="+l.other,
+			"tenant", tenant, "tenant_"+l.whats, len(t.named), "max_per_tenant", l.perTenant,
+			l.whats, l.labelled, "max", l.total)
+	}
+	return &t.other, l.other, true
 }
 
 // outcomeCounters are one policy label's counters, by index in outcomes;
@@ -103,15 +146,14 @@ var outcomes = [...]string{OutcomeSucceeded, OutcomeRetry, OutcomeExhausted, Out
 const leaseLostIndex = len(outcomes) - 1
 
 func newAttempts(lim Limits, log *slog.Logger) *attempts {
+	lim = lim.withDefaults()
 	return &attempts{
 		vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "retry_attempts_total",
 			Help: "Attempts made, by outcome (the task's state after the attempt), tenant and policy " +
 				"(policy \"" + OtherPolicy + "\": the tenant's policies beyond the limits on labels).",
 		}, []string{"outcome", "policy", "tenant"}),
-		lim:     lim.withDefaults(),
-		log:     log,
-		tenants: map[string]*tenantSeries{},
+		labels: newLabelRule[outcomeCounters]("policy", "policies", OtherPolicy, lim.Policies, lim.PoliciesPerTenant, log),
 	}
 }
 
@@ -126,27 +168,7 @@ func (a *attempts) inc(tenant, policy string, outcome int) {
 // counter returns the counter of (tenant, policy, outcomes[o]), labelling
 // the pair if the limits allow. a.mu is held.
 func (a *attempts) counter(tenant, policy string, o int) prometheus.Counter {
-	t := a.tenants[tenant]
-	if t == nil {
-		t = &tenantSeries{policies: map[string]*outcomeCounters{}}
-		a.tenants[tenant] = t
-	}
-	cs, label := t.policies[policy], policy
-	if cs == nil {
-		if len(t.policies) < a.lim.PoliciesPerTenant && a.labelled < a.lim.Policies {
-			cs = new(outcomeCounters)
-			t.policies[policy] = cs
-			a.labelled++
-		} else {
-			cs, label = &t.other, OtherPolicy
-			if !t.warned {
-				t.warned = true
-				a.log.Warn("metrics: a tenant's further policies are counted under policy="+OtherPolicy,
-					"tenant", tenant, "tenant_policies", len(t.policies), "max_per_tenant", a.lim.PoliciesPerTenant,
-					"policies", a.labelled, "max", a.lim.Policies)
-			}
-		}
-	}
+	cs, label, _ := a.labels.series(tenant, policy)
 	if cs[o] == nil {
 		cs[o] = a.vec.WithLabelValues(outcomes[o], label, tenant)
 	}
